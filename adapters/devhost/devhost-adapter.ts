@@ -1,0 +1,310 @@
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
+import { z } from 'zod';
+import {
+  type AdapterInfo,
+  adapterErrors,
+  adapterProtocolVersion,
+  type CallOptions,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecEvent,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type Lifecycle,
+  type Streamer,
+} from '../../lib/adapter/contract.ts';
+import { isId } from '../../lib/ids.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { CappedBuffer, runProcess } from './run-process.ts';
+
+export const devhostConfigSchema = z.strictObject({
+  /** Directory holding one sub-directory per sandbox. */
+  root: z.string().min(1).default(join(tmpdir(), 'differently-devhost')),
+  /** Cap on each of stdout and stderr kept by a synchronous exec. */
+  outputMaxBytes: z
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
+});
+export type DevhostConfig = z.infer<typeof devhostConfigSchema>;
+
+export const devhostDefaultTimeoutSeconds = 600;
+export const devhostMaxTimeoutSeconds = 7200;
+
+const metaSchema = z.object({
+  sandboxId: z.string(),
+  installation: z.string(),
+  env: z.record(z.string(), z.string()),
+  state: z.enum(['running', 'stopped']),
+  createdAt: z.string(),
+});
+type Meta = z.infer<typeof metaSchema>;
+
+export const devhostFeatures = [
+  'exec',
+  'exec.stream',
+  'files',
+  'lifecycle.stop-start',
+  'persistence.disk',
+  'isolation.none',
+];
+
+/**
+ * Runs sandboxes as directories on this host and commands as host processes: no isolation, so it is
+ * allowed in dev mode only. The sandbox's `/` is its `fs` directory; cwd and file paths resolve there.
+ * The control plane's own environment is never passed to commands (it may hold keys).
+ */
+export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle {
+  readonly #config: DevhostConfig;
+
+  constructor(config: DevhostConfig) {
+    this.#config = config;
+  }
+
+  info(): AdapterInfo {
+    return {
+      kind: 'devhost',
+      version: '1',
+      trust: 'private',
+      isolation: 'none: host directories and host processes',
+      protocol: adapterProtocolVersion,
+    };
+  }
+
+  async capabilities(): Promise<Capabilities> {
+    return {
+      features: devhostFeatures,
+      maxCPU: 0,
+      maxMemoryMiB: 0,
+      maxDiskGiB: 0,
+      templates: [],
+      regions: [],
+    };
+  }
+
+  async capacity(): Promise<Capacity> {
+    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+  }
+
+  async health(): Promise<void> {
+    await mkdir(this.#config.root, { recursive: true });
+    const info = await stat(this.#config.root);
+    if (!info.isDirectory())
+      throw adapterErrors.unavailable(`devhost root ${this.#config.root} is not a directory`);
+  }
+
+  async create(request: CreateRequest): Promise<Instance> {
+    if (!isId('sandbox', request.id)) throw adapterErrors.invalidRequest(`not a sandbox id: ${request.id}`);
+    if (request.fromSnapshot !== undefined)
+      throw adapterErrors.unsupported('restore from snapshot', { adapter: 'devhost' });
+    const dir = this.#dir(request.id);
+    const existing = await this.#readMeta(request.id);
+    if (existing !== undefined) return toInstance(existing);
+    await mkdir(join(dir, 'fs'), { recursive: true });
+    const meta: Meta = {
+      sandboxId: request.id,
+      installation: request.installation,
+      env: request.env,
+      state: 'running',
+      createdAt: new Date().toISOString(),
+    };
+    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
+    return toInstance(meta);
+  }
+
+  async get(ref: string): Promise<Instance> {
+    const meta = await this.#readMeta(ref);
+    if (meta === undefined) throw adapterErrors.notFound(ref);
+    return toInstance(meta);
+  }
+
+  async list(installation: string): Promise<Instance[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#config.root);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw adapterErrors.unavailable(`cannot read devhost root ${this.#config.root}`, {}, { cause: error });
+    }
+    const instances: Instance[] = [];
+    for (const name of names.filter((n) => isId('sandbox', n))) {
+      const meta = await this.#readMeta(name);
+      if (meta?.installation === installation) instances.push(toInstance(meta));
+    }
+    return instances;
+  }
+
+  async delete(ref: string): Promise<void> {
+    if (!isId('sandbox', ref)) return;
+    await rm(this.#dir(ref), { recursive: true, force: true });
+  }
+
+  async exec(ref: string, request: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
+    const stdout = new CappedBuffer(this.#config.outputMaxBytes);
+    const stderr = new CappedBuffer(this.#config.outputMaxBytes);
+    const result = await this.#run(ref, request, opts, (event) =>
+      (event.stream === 'stdout' ? stdout : stderr).push(event.data),
+    );
+    return {
+      exitCode: result.exitCode,
+      stdout: stdout.text(),
+      stderr: stderr.text(),
+      durationMs: result.durationMs,
+      truncated: stdout.truncated || stderr.truncated,
+      timedOut: result.timedOut,
+    };
+  }
+
+  async execStream(
+    ref: string,
+    request: ExecRequest,
+    emit: (event: ExecEvent) => void,
+    opts?: CallOptions,
+  ): Promise<number> {
+    return (await this.#run(ref, request, opts, emit)).exitCode;
+  }
+
+  async readFile(ref: string, path: string): Promise<Uint8Array> {
+    const hostPath = await this.#hostPath(ref, path);
+    try {
+      return await readFile(hostPath);
+    } catch (error) {
+      throw fileError(error, path);
+    }
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array): Promise<void> {
+    const hostPath = await this.#hostPath(ref, path);
+    await mkdir(dirname(hostPath), { recursive: true });
+    await writeFile(hostPath, content);
+  }
+
+  async listFiles(ref: string, path: string): Promise<FileInfo[]> {
+    const hostPath = await this.#hostPath(ref, path);
+    try {
+      const entries = await readdir(hostPath, { withFileTypes: true });
+      const base = path.endsWith('/') ? path : `${path}/`;
+      return Promise.all(
+        entries.map(async (entry) => {
+          const info = await stat(join(hostPath, entry.name));
+          return {
+            name: entry.name,
+            path: `${base}${entry.name}`,
+            isDir: entry.isDirectory(),
+            size: entry.isDirectory() ? 0 : info.size,
+            modifiedAt: info.mtime.toISOString(),
+          };
+        }),
+      );
+    } catch (error) {
+      throw fileError(error, path);
+    }
+  }
+
+  async stop(ref: string): Promise<void> {
+    await this.#setState(ref, 'running', 'stopped');
+  }
+
+  async start(ref: string): Promise<void> {
+    await this.#setState(ref, 'stopped', 'running');
+  }
+
+  async #run(
+    ref: string,
+    request: ExecRequest,
+    opts: CallOptions | undefined,
+    onOutput: (e: ExecEvent) => void,
+  ) {
+    const meta = await this.#readMeta(ref);
+    if (meta === undefined) throw adapterErrors.notFound(ref);
+    if (meta.state !== 'running')
+      throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
+    const root = join(this.#dir(ref), 'fs');
+    const cwd = request.cwd === undefined ? root : await this.#hostPath(ref, request.cwd);
+    await mkdir(cwd, { recursive: true });
+    const timeoutSeconds = Math.min(
+      request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
+      devhostMaxTimeoutSeconds,
+    );
+    return runProcess({
+      argv: request.command !== undefined ? [request.command] : (request.args ?? []),
+      shell: request.command !== undefined,
+      cwd,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: root,
+        SANDBOX_ROOT: root,
+        ...meta.env,
+        ...request.env,
+      },
+      stdin: request.stdin,
+      timeoutSeconds,
+      signal: opts?.signal,
+      onOutput,
+    }).catch((error: unknown) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'EACCES') {
+        throw adapterErrors.invalidRequest(`cannot run ${request.args?.[0] ?? 'the command'}: ${code}`);
+      }
+      throw error;
+    });
+  }
+
+  /** Maps an absolute sandbox path to the host, refusing anything that escapes the sandbox's root. */
+  async #hostPath(ref: string, path: string): Promise<string> {
+    if (!path.startsWith('/') || path.includes('\0')) {
+      throw adapterErrors.invalidRequest(`path must be absolute inside the sandbox: ${JSON.stringify(path)}`);
+    }
+    if ((await this.#readMeta(ref)) === undefined) throw adapterErrors.notFound(ref);
+    const root = resolvePath(this.#dir(ref), 'fs');
+    const hostPath = resolvePath(root, `.${normalize(path)}`);
+    if (hostPath !== root && !hostPath.startsWith(root + sep)) {
+      throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
+    }
+    return hostPath;
+  }
+
+  async #setState(ref: string, from: Meta['state'], to: Meta['state']): Promise<void> {
+    const meta = await this.#readMeta(ref);
+    if (meta === undefined) throw adapterErrors.notFound(ref);
+    if (meta.state !== from)
+      throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
+    await writeFile(join(this.#dir(ref), 'meta.json'), JSON.stringify({ ...meta, state: to }), {
+      mode: 0o600,
+    });
+  }
+
+  #dir(ref: string): string {
+    if (!isId('sandbox', ref)) throw adapterErrors.notFound(ref);
+    return join(this.#config.root, ref);
+  }
+
+  async #readMeta(ref: string): Promise<Meta | undefined> {
+    let text: string;
+    try {
+      text = await readFile(join(this.#dir(ref), 'meta.json'), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    const parsed = metaSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw adapterErrors.unavailable(`devhost metadata of ${ref} is corrupt`);
+    return parsed.data;
+  }
+}
+
+function toInstance(meta: Meta): Instance {
+  return { ref: meta.sandboxId, sandboxId: meta.sandboxId, state: meta.state };
+}
+
+function fileError(error: unknown, path: string): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return adapterErrors.notFound(path);
+  if (code === 'EISDIR' || code === 'ENOTDIR') return adapterErrors.invalidRequest(`${path}: ${code}`);
+  return error as Error;
+}

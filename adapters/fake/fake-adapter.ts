@@ -1,0 +1,353 @@
+import {
+  type AdapterInfo,
+  adapterErrors,
+  adapterProtocolVersion,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecEvent,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type InstanceState,
+  type Lifecycle,
+  type Pauser,
+  type PortExposer,
+  type SnapshotInfo,
+  type Snapshotter,
+  type Streamer,
+  type Trust,
+} from '../../lib/adapter/contract.ts';
+import { newId } from '../../lib/ids.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+
+export type FakeExecFunc = (request: ExecRequest, instance: Instance) => ExecResult | Promise<ExecResult>;
+
+export const fakeMethods = [
+  'capabilities',
+  'capacity',
+  'health',
+  'create',
+  'get',
+  'list',
+  'delete',
+  'exec',
+  'execStream',
+  'stop',
+  'start',
+  'pause',
+  'resume',
+  'snapshot',
+  'readFile',
+  'writeFile',
+  'listFiles',
+] as const;
+export type FakeMethod = (typeof fakeMethods)[number];
+
+export interface FakeFailure {
+  error: Error;
+  /** How many calls fail; default 1. */
+  times?: number;
+  /** Do the work, then fail: simulates a response lost after the backend acted. */
+  afterEffect?: boolean;
+}
+
+export interface FakeAdapterOptions {
+  trust?: Trust;
+  features?: string[];
+  /** When set, Capacity is bounded by this many CPUs (and totalMemoryMiB). */
+  totalCPU?: number;
+  totalMemoryMiB?: number;
+  exec?: FakeExecFunc;
+}
+
+interface FakeInstance extends Instance {
+  installation: string;
+  cpu: number;
+  memoryMiB: number;
+  files: Map<string, Uint8Array>;
+}
+
+export const fakeDefaultFeatures = [
+  'exec',
+  'exec.stream',
+  'files',
+  'lifecycle.stop-start',
+  'persistence.disk',
+  'lifecycle.pause-resume',
+  'snapshots.disk',
+  'snapshots.memory',
+  'fork',
+  'ports.expose',
+];
+
+/** The default exec: a command's text comes back on stdout, exit code 0. */
+const echoExec: FakeExecFunc = (request) => ({
+  exitCode: 0,
+  stdout: `${request.command ?? request.args?.join(' ') ?? ''}\n`,
+  stderr: '',
+  durationMs: 0,
+  truncated: false,
+  timedOut: false,
+});
+
+/**
+ * An in-memory backend for tests and dev mode. Create is idempotent on the sandbox id; failures can be
+ * injected per method; every call is counted so tests can assert what the control plane did.
+ */
+export class FakeAdapter
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+{
+  readonly #options: FakeAdapterOptions;
+  readonly #instances = new Map<string, FakeInstance>();
+  readonly #bySandbox = new Map<string, string>();
+  readonly #snapshots = new Map<string, { kind: 'disk' | 'memory'; files: Map<string, Uint8Array> }>();
+  readonly #failures = new Map<FakeMethod, FakeFailure[]>();
+  readonly calls = new Map<FakeMethod, number>();
+
+  constructor(options: FakeAdapterOptions = {}) {
+    this.#options = { ...options };
+  }
+
+  /** Queue a failure for the next call(s) of a method. */
+  inject(method: FakeMethod, failure: FakeFailure): void {
+    const queue = this.#failures.get(method) ?? [];
+    queue.push({ times: 1, ...failure });
+    this.#failures.set(method, queue);
+  }
+
+  setExec(exec: FakeExecFunc | undefined): void {
+    this.#options.exec = exec;
+  }
+
+  /** Change an instance behind the control plane's back (as a backend would). */
+  setState(ref: string, state: InstanceState, message?: string): void {
+    const instance = this.#instance(ref);
+    instance.state = state;
+    if (message !== undefined) instance.message = message;
+  }
+
+  /** Remove an instance behind the control plane's back. */
+  vanish(ref: string): void {
+    const instance = this.#instances.get(ref);
+    if (instance === undefined) return;
+    this.#instances.delete(ref);
+    this.#bySandbox.delete(instance.sandboxId);
+  }
+
+  instanceCount(): number {
+    return this.#instances.size;
+  }
+
+  info(): AdapterInfo {
+    return {
+      kind: 'fake',
+      version: '1',
+      trust: this.#options.trust ?? 'private',
+      isolation: 'none (simulated in memory)',
+      protocol: adapterProtocolVersion,
+    };
+  }
+
+  async capabilities(): Promise<Capabilities> {
+    return this.#enter('capabilities', () => ({
+      features: this.#options.features ?? fakeDefaultFeatures,
+      maxCPU: 0,
+      maxMemoryMiB: 0,
+      maxDiskGiB: 0,
+      templates: [],
+      regions: [],
+    }));
+  }
+
+  async capacity(): Promise<Capacity> {
+    return this.#enter('capacity', () => {
+      const { totalCPU, totalMemoryMiB } = this.#options;
+      if (totalCPU === undefined) {
+        return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+      }
+      const used = [...this.#instances.values()].reduce(
+        (sum, i) => ({ cpu: sum.cpu + i.cpu, memory: sum.memory + i.memoryMiB }),
+        { cpu: 0, memory: 0 },
+      );
+      const freeCPU = Math.max(totalCPU - used.cpu, 0);
+      const freeMemoryMiB = Math.max((totalMemoryMiB ?? Number.MAX_SAFE_INTEGER) - used.memory, 0);
+      return {
+        bounded: true,
+        freeCPU,
+        freeMemoryMiB,
+        largestFreeCPU: freeCPU,
+        largestFreeMemoryMiB: freeMemoryMiB,
+      };
+    });
+  }
+
+  async health(): Promise<void> {
+    await this.#enter('health', () => undefined);
+  }
+
+  async create(request: CreateRequest): Promise<Instance> {
+    return this.#enter('create', () => {
+      const existing = this.#bySandbox.get(request.id);
+      if (existing !== undefined) return strip(this.#instance(existing));
+      let files = new Map<string, Uint8Array>();
+      if (request.fromSnapshot !== undefined) {
+        const snapshot = this.#snapshots.get(request.fromSnapshot);
+        if (snapshot === undefined)
+          throw adapterErrors.invalidRequest(`snapshot ${request.fromSnapshot} not found`);
+        files = new Map(snapshot.files);
+      }
+      const instance: FakeInstance = {
+        ref: newId('sandbox').replace('sbx_', 'fake_'),
+        sandboxId: request.id,
+        state: 'running',
+        installation: request.installation,
+        cpu: request.resources.cpu,
+        memoryMiB: request.resources.memoryMiB,
+        files,
+      };
+      this.#instances.set(instance.ref, instance);
+      this.#bySandbox.set(request.id, instance.ref);
+      return strip(instance);
+    });
+  }
+
+  async get(ref: string): Promise<Instance> {
+    return this.#enter('get', () => strip(this.#instance(ref)));
+  }
+
+  async list(installation: string): Promise<Instance[]> {
+    return this.#enter('list', () =>
+      [...this.#instances.values()].filter((i) => i.installation === installation).map(strip),
+    );
+  }
+
+  async delete(ref: string): Promise<void> {
+    await this.#enter('delete', () => this.vanish(ref));
+  }
+
+  async exec(ref: string, request: ExecRequest): Promise<ExecResult> {
+    const instance = await this.#enter('exec', () => this.#running(ref));
+    return (this.#options.exec ?? echoExec)(request, strip(instance));
+  }
+
+  async execStream(ref: string, request: ExecRequest, emit: (event: ExecEvent) => void): Promise<number> {
+    const instance = await this.#enter('execStream', () => this.#running(ref));
+    const result = await (this.#options.exec ?? echoExec)(request, strip(instance));
+    if (result.stdout !== '') emit({ stream: 'stdout', data: result.stdout });
+    if (result.stderr !== '') emit({ stream: 'stderr', data: result.stderr });
+    return result.exitCode;
+  }
+
+  async readFile(ref: string, path: string): Promise<Uint8Array> {
+    return this.#enter('readFile', () => {
+      const content = this.#running(ref).files.get(path);
+      if (content === undefined) throw adapterErrors.notFound(path);
+      return content;
+    });
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array): Promise<void> {
+    await this.#enter('writeFile', () => {
+      this.#running(ref).files.set(path, new Uint8Array(content));
+    });
+  }
+
+  async listFiles(ref: string, path: string): Promise<FileInfo[]> {
+    return this.#enter('listFiles', () => {
+      const prefix = path.endsWith('/') ? path : `${path}/`;
+      const entries = new Map<string, FileInfo>();
+      for (const [filePath, content] of this.#running(ref).files) {
+        if (!filePath.startsWith(prefix)) continue;
+        const [name, ...rest] = filePath.slice(prefix.length).split('/');
+        if (name === undefined || name === '') continue;
+        const isDir = rest.length > 0;
+        entries.set(name, { name, path: `${prefix}${name}`, isDir, size: isDir ? 0 : content.length });
+      }
+      return [...entries.values()].sort((a, b) => a.name.localeCompare(b.name));
+    });
+  }
+
+  async stop(ref: string): Promise<void> {
+    await this.#enter('stop', () => this.#move(ref, ['running'], 'stopped'));
+  }
+
+  async start(ref: string): Promise<void> {
+    await this.#enter('start', () => this.#move(ref, ['stopped'], 'running'));
+  }
+
+  async pause(ref: string): Promise<void> {
+    await this.#enter('pause', () => this.#move(ref, ['running'], 'paused'));
+  }
+
+  async resume(ref: string): Promise<void> {
+    await this.#enter('resume', () => this.#move(ref, ['paused'], 'running'));
+  }
+
+  async snapshot(ref: string, kind: 'disk' | 'memory'): Promise<SnapshotInfo> {
+    return this.#enter('snapshot', () => {
+      const instance = this.#instance(ref);
+      const snapshotRef = newId('snapshot').replace('snp_', 'fakesnap_');
+      this.#snapshots.set(snapshotRef, { kind, files: new Map(instance.files) });
+      const sizeBytes = [...instance.files.values()].reduce((sum, content) => sum + content.length, 0);
+      return { ref: snapshotRef, kind, sizeBytes };
+    });
+  }
+
+  async deleteSnapshot(snapshotRef: string): Promise<void> {
+    this.#snapshots.delete(snapshotRef);
+  }
+
+  async exposePort(ref: string, port: number): Promise<string> {
+    this.#running(ref);
+    return `https://${port}-${ref}.fake.invalid`;
+  }
+
+  /** Counts the call, applies an injected failure before or after the work. */
+  async #enter<T>(method: FakeMethod, work: () => T): Promise<T> {
+    this.calls.set(method, (this.calls.get(method) ?? 0) + 1);
+    const queue = this.#failures.get(method);
+    const failure = queue?.[0];
+    if (failure !== undefined && queue !== undefined) {
+      failure.times = (failure.times ?? 1) - 1;
+      if (failure.times <= 0) queue.shift();
+      if (failure.afterEffect === true) work();
+      throw failure.error;
+    }
+    return work();
+  }
+
+  #instance(ref: string): FakeInstance {
+    const instance = this.#instances.get(ref);
+    if (instance === undefined) throw adapterErrors.notFound(ref);
+    return instance;
+  }
+
+  #running(ref: string): FakeInstance {
+    const instance = this.#instance(ref);
+    if (instance.state !== 'running') {
+      throw adapterErrors.invalidState(`instance ${ref} is ${instance.state}`, { state: instance.state });
+    }
+    return instance;
+  }
+
+  #move(ref: string, from: InstanceState[], to: InstanceState): void {
+    const instance = this.#instance(ref);
+    if (!from.includes(instance.state)) {
+      throw adapterErrors.invalidState(`instance ${ref} is ${instance.state}, not ${from.join(' or ')}`, {
+        state: instance.state,
+      });
+    }
+    instance.state = to;
+  }
+}
+
+function strip(instance: FakeInstance): Instance {
+  return {
+    ref: instance.ref,
+    sandboxId: instance.sandboxId,
+    state: instance.state,
+    ...(instance.message !== undefined && { message: instance.message }),
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * The environment contract between infra and the functions: every name is set (and granted) by the CDK
+ * app and read here, in one place. A missing variable fails the cold start naming it.
+ */
+export const env = {
+  /** Path to the JSON config file, or the config itself inline. */
+  configPath: 'DIFFERENTLY_CONFIG',
+  configJson: 'DIFFERENTLY_CONFIG_JSON',
+  adminKey: 'DIFFERENTLY_ADMIN_KEY',
+  store: 'DIFFERENTLY_STORE',
+  provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
+  terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
+  sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',
+} as const;
+
+export function requireEnv(...names: string[]): Record<string, string> {
+  const missing = names.filter((name) => (process.env[name] ?? '') === '');
+  if (missing.length > 0) throw new Error(`missing environment variables: ${missing.join(', ')}`);
+  return Object.fromEntries(names.map((name) => [name, process.env[name] ?? '']));
+}

@@ -1,0 +1,65 @@
+import { readFile } from 'node:fs/promises';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { buildPools } from '../adapters/registry.ts';
+import { type Config, parseConfigText } from '../lib/config.ts';
+import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
+import type { Log } from '../lib/log.ts';
+import { SqsWorkQueue } from '../lib/queue/sqs.ts';
+import { MemoryStore } from '../lib/store/memory.ts';
+import { env, requireEnv } from './environment.ts';
+
+export const logger = new Logger({ serviceName: 'differently' });
+
+/** Powertools' Logger behind the lib Log port. */
+export function powertoolsLog(base: Logger = logger): Log {
+  return {
+    debug: (message, extra) => base.debug(message, extra ?? {}),
+    info: (message, extra) => base.info(message, extra ?? {}),
+    warn: (message, extra) => base.warn(message, extra ?? {}),
+    error: (message, extra) => base.error(message, extra ?? {}),
+  };
+}
+
+async function loadConfig(): Promise<Config> {
+  const inline = process.env[env.configJson];
+  if (inline !== undefined && inline !== '') return parseConfigText(inline, env.configJson);
+  const path = requireEnv(env.configPath)[env.configPath] ?? '';
+  return parseConfigText(await readFile(path, 'utf8'), path);
+}
+
+/**
+ * The control plane of one Lambda container, built once at cold start from the environment contract.
+ * The DynamoDB store replaces the memory store in the store issue; until then a container's memory
+ * store only suits single-process use.
+ */
+export async function controlPlaneFromEnv(): Promise<ControlPlane> {
+  const vars = requireEnv(env.adminKey, env.provisionQueueUrl, env.terminateQueueUrl);
+  const config = await loadConfig();
+  const log = powertoolsLog();
+  const endpoint = process.env[env.sqsEndpoint];
+  const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
+  return createControlPlane({
+    config,
+    store: new MemoryStore(),
+    queue: new SqsWorkQueue(sqs, {
+      provision: vars[env.provisionQueueUrl] ?? '',
+      terminate: vars[env.terminateQueueUrl] ?? '',
+    }),
+    pools: await buildPools(config, { log }),
+    log,
+    adminKey: vars[env.adminKey] ?? '',
+  });
+}
+
+/** Builds a value once per container on first use; a failed build is retried on the next call. */
+export function once<T>(build: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () => {
+    pending ??= build().catch((error: unknown) => {
+      pending = undefined;
+      throw error;
+    });
+    return pending;
+  };
+}

@@ -1,0 +1,64 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { startFauxqs } from 'fauxqs';
+import type { QueueName } from '../../lib/queue/port.ts';
+
+export interface QueueSettings {
+  visibilityTimeoutSeconds: number;
+  maxReceiveCount: number;
+}
+
+export interface EmbeddedSqs {
+  endpoint: string;
+  client: SQSClient;
+  urls: Record<QueueName, string>;
+  dlqUrls: Record<QueueName, string>;
+  arns: Record<QueueName, string>;
+  stop(): Promise<void>;
+}
+
+const region = 'us-east-1';
+
+/**
+ * An SQS-protocol server in this process (fauxqs), with the same queues, DLQs and redrive the CDK app
+ * creates. Clients speak real SQS to it through the AWS SDK.
+ */
+export async function startEmbeddedSqs(settings: Record<QueueName, QueueSettings>): Promise<EmbeddedSqs> {
+  const server = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
+  const endpoint = server.address;
+  const urls = {} as Record<QueueName, string>;
+  const dlqUrls = {} as Record<QueueName, string>;
+  const arns = {} as Record<QueueName, string>;
+  for (const [name, queue] of Object.entries(settings) as [QueueName, QueueSettings][]) {
+    const dlq = server.createQueue(`differently-${name}-dlq`, {
+      attributes: { MessageRetentionPeriod: '1209600' },
+    });
+    const main = server.createQueue(`differently-${name}`, {
+      attributes: {
+        VisibilityTimeout: String(queue.visibilityTimeoutSeconds),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlq.queueArn,
+          maxReceiveCount: queue.maxReceiveCount,
+        }),
+      },
+    });
+    urls[name] = main.queueUrl;
+    dlqUrls[name] = dlq.queueUrl;
+    arns[name] = main.queueArn;
+  }
+  const client = new SQSClient({
+    endpoint,
+    region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  return {
+    endpoint,
+    client,
+    urls,
+    dlqUrls,
+    arns,
+    async stop() {
+      client.destroy();
+      await server.stop();
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+
+/** API Gateway refuses bodies above 10 MB; the local server does the same before reading them whole. */
+export const maxRequestBytes = 10 * 1024 * 1024;
+
+export type ApiHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
+
+/**
+ * Turns HTTP requests into API Gateway REST proxy events (the shape Lambda receives) for the same api
+ * handler that runs on AWS, and writes its proxy result back.
+ */
+export async function startHttpServer(handler: ApiHandler, port: number, host = '127.0.0.1') {
+  const server: Server = createServer((req, res) => {
+    serve(handler, req, res).catch((error: unknown) => {
+      // The handler masks its own errors; reaching here means the transport itself broke.
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { code: 'internal', message: 'internal error', details: {} } }));
+      }
+      process.emitWarning(`local http server: ${(error as Error).message}`);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://${host}:${address.port}`,
+    port: address.port,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > maxRequestBytes) {
+    tooLarge(res);
+    req.destroy();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxRequestBytes) {
+      tooLarge(res);
+      req.destroy();
+      return;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  const result = await handler(toEvent(req, Buffer.concat(chunks)));
+  const headers: Record<string, string | number | boolean> = { ...result.headers };
+  res.writeHead(result.statusCode, headers as Record<string, string>);
+  res.end(result.isBase64Encoded === true ? Buffer.from(result.body, 'base64') : result.body);
+}
+
+function tooLarge(res: ServerResponse): void {
+  res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+  res.end(
+    JSON.stringify({
+      error: {
+        code: 'payload_too_large',
+        message: `the request body is larger than the limit of ${maxRequestBytes} bytes`,
+        details: { limitBytes: maxRequestBytes },
+      },
+    }),
+  );
+}
+
+function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEvent {
+  const url = new URL(req.url ?? '/', 'http://local');
+  const headers: Record<string, string> = {};
+  const multiValueHeaders: Record<string, string[]> = {};
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i] ?? '';
+    const value = req.rawHeaders[i + 1] ?? '';
+    headers[name] = value;
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+  }
+  const query: Record<string, string> = {};
+  const multiQuery: Record<string, string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    query[name] = value;
+    multiQuery[name] = [...(multiQuery[name] ?? []), value];
+  }
+  const hasQuery = Object.keys(query).length > 0;
+  const requestId = randomUUID();
+  return {
+    resource: '/{proxy+}',
+    path: url.pathname,
+    httpMethod: req.method ?? 'GET',
+    headers,
+    multiValueHeaders,
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    pathParameters: { proxy: url.pathname.replace(/^\//, '') },
+    stageVariables: null,
+    // Bodies always travel base64-encoded: binary file content survives, and JSON decodes the same.
+    body: body.length > 0 ? body.toString('base64') : null,
+    isBase64Encoded: body.length > 0,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      authorizer: null,
+      protocol: `HTTP/${req.httpVersion}`,
+      httpMethod: req.method ?? 'GET',
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        user: null,
+        userAgent: req.headers['user-agent'] ?? null,
+        userArn: null,
+      },
+      path: `/local${url.pathname}`,
+      stage: 'local',
+      requestId,
+      requestTimeEpoch: Date.now(),
+      resourceId: 'local',
+      resourcePath: '/{proxy+}',
+    },
+  };
+}

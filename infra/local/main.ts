@@ -1,0 +1,76 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { parseConfigText } from '../../lib/config.ts';
+import { isApiError } from '../../lib/errors.ts';
+import { consoleLog } from './console-log.ts';
+import { defaultLocalConfig, startLocalRuntime } from './runtime.ts';
+
+const usage = `Usage: npm start -- [--config FILE] [--port N]
+
+  --config FILE  JSON config (pools, templates, scheduler, api); default: dev mode with pools local and fake
+  --port N       HTTP port on 127.0.0.1 (default: $PORT or 8080)
+  --help         this text
+
+Environment: DIFFERENTLY_ADMIN_KEY sets the bootstrap admin key (otherwise one is generated and printed).`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { config: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean' } },
+    strict: true,
+  });
+  if (values.help === true) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
+  const port = Number(values.port ?? process.env.PORT ?? '8080');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port must be 0-65535, not ${values.port}`);
+  const config =
+    values.config === undefined
+      ? defaultLocalConfig()
+      : parseConfigText(await readFile(values.config, 'utf8'), values.config);
+  const fromEnv = process.env.DIFFERENTLY_ADMIN_KEY;
+  const runtime = await startLocalRuntime({
+    config,
+    port,
+    log: consoleLog(),
+    ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
+  });
+  const keyLine = fromEnv ? '(from DIFFERENTLY_ADMIN_KEY)' : runtime.adminKey;
+  process.stdout.write(
+    [
+      '',
+      `Differently is running at ${runtime.url}`,
+      `  admin key: ${keyLine}`,
+      `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
+      '',
+      'Try:',
+      `  curl -s ${runtime.url}/v1/health`,
+      `  curl -s -X POST ${runtime.url}/v1/admin/orgs -H "Authorization: Bearer ${fromEnv ? '$DIFFERENTLY_ADMIN_KEY' : runtime.adminKey}" -H 'content-type: application/json' -d '{"name":"acme"}'`,
+      '',
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`\n${signal}: stopping...\n`);
+    runtime.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`error while stopping: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  const message = isApiError(error) || error instanceof Error ? error.message : String(error);
+  process.stderr.write(`differently: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildPools } from '../../adapters/registry.ts';
+import { createApiHandler } from '../../functions/api.ts';
+import { createProvisionHandler } from '../../functions/provision.ts';
+import { createTerminateHandler } from '../../functions/terminate.ts';
+import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
+import { type Config, parseConfig } from '../../lib/config.ts';
+import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
+import { type Log, silentLog } from '../../lib/log.ts';
+import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
+import { MemoryStore } from '../../lib/store/memory.ts';
+import type { Store } from '../../lib/store/port.ts';
+import { startEmbeddedSqs } from './embedded-sqs.ts';
+import { startHttpServer } from './http-server.ts';
+import { SqsPoller } from './sqs-poller.ts';
+
+/** The configuration `npm start` uses without --config: dev mode with the `local` and `fake` pools. */
+export function defaultLocalConfig(): Config {
+  return parseConfig({
+    devMode: true,
+    pools: [
+      { name: 'local', adapter: 'devhost', config: { root: join(tmpdir(), 'differently-devhost') } },
+      { name: 'fake', adapter: 'fake' },
+    ],
+    templates: [{ name: 'default', description: 'The pool default image or host environment' }],
+  });
+}
+
+export interface LocalRuntimeOptions {
+  config?: Config;
+  /** 0 picks a free port. */
+  port?: number;
+  adminKey?: string;
+  store?: Store;
+  /** Adapters to use instead of building them from config, by pool name (tests inject fakes here). */
+  adapters?: Record<string, ExecutionAdapter>;
+  log?: Log;
+}
+
+export interface LocalRuntime {
+  url: string;
+  adminKey: string;
+  plane: ControlPlane;
+  sqs: Awaited<ReturnType<typeof startEmbeddedSqs>>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole control plane in one process: the api handler behind an HTTP server that builds API
+ * Gateway events, the provision and terminate handlers behind pollers on an embedded SQS server.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+  const config = options.config ?? defaultLocalConfig();
+  const log = options.log ?? silentLog;
+  const adminKey = options.adminKey ?? `dadm_${randomBytes(24).toString('base64url')}`;
+  // Visibility is 6x the worker's timeout, as on AWS, so a crashed worker's message comes back.
+  const provisionWorkerSeconds = config.scheduler.provisionTimeoutSeconds + 30;
+  const terminateWorkerSeconds = config.scheduler.terminateTimeoutSeconds + 30;
+  const sqs = await startEmbeddedSqs({
+    provision: { visibilityTimeoutSeconds: provisionWorkerSeconds * 6, maxReceiveCount: 100 },
+    terminate: { visibilityTimeoutSeconds: terminateWorkerSeconds * 6, maxReceiveCount: 100 },
+  });
+  const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
+  const plane = createControlPlane({
+    config,
+    store: options.store ?? new MemoryStore(),
+    queue: new SqsWorkQueue(sqs.client, sqs.urls),
+    pools,
+    log,
+    adminKey,
+  });
+  const pollers = [
+    new SqsPoller({
+      client: sqs.client,
+      queueUrl: sqs.urls.provision,
+      queueArn: sqs.arns.provision,
+      handler: createProvisionHandler(plane),
+      log,
+    }),
+    new SqsPoller({
+      client: sqs.client,
+      queueUrl: sqs.urls.terminate,
+      queueArn: sqs.arns.terminate,
+      handler: createTerminateHandler(plane),
+      log,
+    }),
+  ];
+  for (const poller of pollers) poller.start();
+  const http = await startHttpServer(createApiHandler(plane), options.port ?? 0);
+  return {
+    url: http.url,
+    adminKey,
+    plane,
+    sqs,
+    async stop() {
+      await http.stop();
+      await Promise.all(pollers.map((poller) => poller.stop()));
+      await sqs.stop();
+    },
+  };
+}

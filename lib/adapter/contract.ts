@@ -1,0 +1,233 @@
+/**
+ * The execution-adapter contract (adapter specification sections 2-4). The control plane holds one
+ * adapter per pool; every backend (OpenSandbox, Daytona, Freestyle, remote plugins, devhost, fake)
+ * implements the required interface and whichever optional ones it can.
+ */
+import { ApiError, type ErrorDetails, errors } from '../errors.ts';
+import type { ExecRequest, ExecResult, Resources } from '../schemas/sandboxes.ts';
+
+export const adapterProtocolVersion = '1';
+
+export const features = {
+  exec: 'exec',
+  execStream: 'exec.stream',
+  files: 'files',
+  stopStart: 'lifecycle.stop-start',
+  persistenceDisk: 'persistence.disk',
+  pauseResume: 'lifecycle.pause-resume',
+  snapshotsDisk: 'snapshots.disk',
+  snapshotsMemory: 'snapshots.memory',
+  fork: 'fork',
+  portsExpose: 'ports.expose',
+  ssh: 'ssh',
+  pty: 'pty',
+  gpu: 'gpu',
+  egressControl: 'network.egress-control',
+  archAmd64: 'arch.amd64',
+  archArm64: 'arch.arm64',
+  isolationMicrovm: 'isolation.microvm',
+  isolationContainer: 'isolation.container',
+  isolationNone: 'isolation.none',
+} as const;
+
+export type Feature = (typeof features)[keyof typeof features];
+export const knownFeatures: ReadonlySet<string> = new Set(Object.values(features));
+
+export function isKnownFeature(name: string): name is Feature {
+  return knownFeatures.has(name);
+}
+
+export type Trust = 'private' | 'external';
+export type InstanceState = 'pending' | 'running' | 'stopped' | 'paused' | 'error';
+
+export interface AdapterInfo {
+  kind: string;
+  version: string;
+  trust: Trust;
+  isolation: string;
+  protocol: string;
+  description?: string;
+}
+
+export interface Capabilities {
+  features: string[];
+  /** 0 means no limit. */
+  maxCPU: number;
+  maxMemoryMiB: number;
+  maxDiskGiB: number;
+  /** Empty means any template. */
+  templates: string[];
+  regions: string[];
+}
+
+export interface Capacity {
+  /** false: no meaningful limit; the pool's maxConcurrency governs. */
+  bounded: boolean;
+  freeCPU: number;
+  freeMemoryMiB: number;
+  /** The roomiest single node, so fragmented capacity is not mistaken for room. */
+  largestFreeCPU: number;
+  largestFreeMemoryMiB: number;
+}
+
+export interface Instance {
+  ref: string;
+  sandboxId: string;
+  state: InstanceState;
+  region?: string;
+  message?: string;
+}
+
+export interface CreateRequest {
+  /** The sandbox id: the idempotency key. */
+  id: string;
+  installation: string;
+  template?: string;
+  resources: Resources;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  ttlSeconds?: number;
+  fromSnapshot?: string;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface ExecutionAdapter {
+  info(): AdapterInfo;
+  capabilities(opts?: CallOptions): Promise<Capabilities>;
+  capacity(opts?: CallOptions): Promise<Capacity>;
+  /** Resolves when the backend can accept work; rejects otherwise. */
+  health(opts?: CallOptions): Promise<void>;
+  /** Idempotent on req.id: the same id never yields a second instance. */
+  create(req: CreateRequest, opts?: CallOptions): Promise<Instance>;
+  get(ref: string, opts?: CallOptions): Promise<Instance>;
+  /** Every instance of the installation, or a rejection: never a partial list. */
+  list(installation: string, opts?: CallOptions): Promise<Instance[]>;
+  /** Idempotent: deleting a missing instance succeeds. */
+  delete(ref: string, opts?: CallOptions): Promise<void>;
+  /** A non-zero exit is a result, not an error. */
+  exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult>;
+}
+
+export interface ExecEvent {
+  stream: 'stdout' | 'stderr';
+  data: string;
+}
+
+export interface FileInfo {
+  name: string;
+  path: string;
+  isDir: boolean;
+  size: number;
+  modifiedAt?: string;
+}
+
+export interface SnapshotInfo {
+  ref: string;
+  kind: 'disk' | 'memory';
+  sizeBytes: number;
+}
+
+export interface Streamer {
+  execStream(
+    ref: string,
+    req: ExecRequest,
+    emit: (event: ExecEvent) => void,
+    opts?: CallOptions,
+  ): Promise<number>;
+}
+export interface FileSystem {
+  readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array>;
+  writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void>;
+  listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]>;
+}
+export interface Lifecycle {
+  stop(ref: string, opts?: CallOptions): Promise<void>;
+  start(ref: string, opts?: CallOptions): Promise<void>;
+}
+export interface Pauser {
+  pause(ref: string, opts?: CallOptions): Promise<void>;
+  resume(ref: string, opts?: CallOptions): Promise<void>;
+}
+export interface Snapshotter {
+  snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo>;
+  deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void>;
+}
+export interface PortExposer {
+  exposePort(ref: string, port: number, opts?: CallOptions): Promise<string>;
+}
+
+function hasMethods(adapter: object, ...names: string[]): boolean {
+  const record = adapter as Record<string, unknown>;
+  return names.every((name) => typeof record[name] === 'function');
+}
+
+export const isStreamer = (a: ExecutionAdapter): a is ExecutionAdapter & Streamer =>
+  hasMethods(a, 'execStream');
+export const isFileSystem = (a: ExecutionAdapter): a is ExecutionAdapter & FileSystem =>
+  hasMethods(a, 'readFile', 'writeFile', 'listFiles');
+export const isLifecycle = (a: ExecutionAdapter): a is ExecutionAdapter & Lifecycle =>
+  hasMethods(a, 'stop', 'start');
+export const isPauser = (a: ExecutionAdapter): a is ExecutionAdapter & Pauser =>
+  hasMethods(a, 'pause', 'resume');
+export const isSnapshotter = (a: ExecutionAdapter): a is ExecutionAdapter & Snapshotter =>
+  hasMethods(a, 'snapshot', 'deleteSnapshot');
+export const isPortExposer = (a: ExecutionAdapter): a is ExecutionAdapter & PortExposer =>
+  hasMethods(a, 'exposePort');
+
+/** Features backed by an optional interface; everything else is required or declaration-only. */
+const interfaceOf: Partial<Record<Feature, (a: ExecutionAdapter) => boolean>> = {
+  'exec.stream': isStreamer,
+  files: isFileSystem,
+  'lifecycle.stop-start': isLifecycle,
+  'persistence.disk': isLifecycle,
+  'lifecycle.pause-resume': isPauser,
+  'snapshots.disk': isSnapshotter,
+  'snapshots.memory': isSnapshotter,
+  fork: isSnapshotter,
+  'ports.expose': isPortExposer,
+};
+
+/**
+ * The features a pool really advertises: declared features minus those whose optional interface the
+ * adapter does not implement. Declaration-only names (network.egress-control, ssh, pty, gpu, arch.*,
+ * isolation.*) pass through as declared, as do names this build does not know.
+ */
+export function effectiveFeatures(adapter: ExecutionAdapter, declared: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const name of declared) {
+    const check = isKnownFeature(name) ? interfaceOf[name] : undefined;
+    if ((check === undefined || check(adapter)) && !out.includes(name)) out.push(name);
+  }
+  return out;
+}
+
+/** Whether a capacity report has room for one sandbox of this size. */
+export function capacityFits(capacity: Capacity, resources: Resources): boolean {
+  if (!capacity.bounded) return true;
+  return capacity.largestFreeCPU >= resources.cpu && capacity.largestFreeMemoryMiB >= resources.memoryMiB;
+}
+
+/** Error helpers with the contract's codes (adapter.NotFound, adapter.Unsupported, ...). */
+export const adapterErrors = {
+  notFound: (ref: string) => new ApiError('not_found', `instance ${ref} not found`, { ref }),
+  unsupported: (operation: string, details?: ErrorDetails) => errors.unsupportedOperation(operation, details),
+  unavailable: (message: string, details?: ErrorDetails, options?: ErrorOptions) =>
+    errors.providerUnavailable(message, details, options),
+  insufficientCapacity: (message: string, details?: ErrorDetails) =>
+    errors.insufficientCapacity(message, details),
+  sandboxFailed: (message: string, details?: ErrorDetails) => errors.sandboxFailed(message, details),
+  invalidRequest: (message: string, details?: ErrorDetails) => errors.invalidRequest(message, details),
+  invalidState: (message: string, details?: ErrorDetails) => errors.invalidState(message, details),
+};
+
+/** Labels every backend instance carries so List and the reconciler can find their owner. */
+export function ownershipLabels(
+  sandboxId: string,
+  installation: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return { ...extra, 'differently.dev/sandbox-id': sandboxId, 'differently.dev/installation': installation };
+}

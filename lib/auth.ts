@@ -1,0 +1,80 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { errors } from './errors.ts';
+import { isId } from './ids.ts';
+import type { Store } from './store/port.ts';
+
+export type Principal =
+  | { kind: 'admin' }
+  | { kind: 'org'; orgId: string; keyId: string; role: 'admin' | 'member'; projectId: string | null };
+
+/** An org key is `<key id>.<secret>`: the id finds the record in O(1), the secret proves possession. */
+export function mintKeySecret(keyId: string): { key: string; secretHash: string } {
+  const secret = randomBytes(32).toString('base64url');
+  return { key: `${keyId}.${secret}`, secretHash: sha256Hex(secret) };
+}
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** Constant-time equality of two secrets of any length (hashing first equalises the lengths). */
+export function secretsEqual(a: string, b: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+function hashesEqual(hexA: string, hexB: string): boolean {
+  const a = Buffer.from(hexA, 'hex');
+  const b = Buffer.from(hexB, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  return match?.[1];
+}
+
+export interface Authenticator {
+  authenticate(authorization: string | undefined): Promise<Principal>;
+}
+
+/**
+ * Resolves a bearer key to a principal. Every failure is the same 401 so a caller cannot probe which
+ * key ids exist; the admin key is compared in constant time.
+ */
+export function createAuthenticator(store: Store, adminKey: string): Authenticator {
+  return {
+    async authenticate(authorization) {
+      const token = bearerToken(authorization);
+      if (token === undefined) throw errors.unauthenticated();
+      if (secretsEqual(token, adminKey)) return { kind: 'admin' };
+      const dot = token.indexOf('.');
+      const keyId = dot > 0 ? token.slice(0, dot) : '';
+      if (!isId('key', keyId)) throw errors.unauthenticated('the API key is not valid');
+      const record = await store.getKey(keyId);
+      const secretHash = sha256Hex(token.slice(dot + 1));
+      if (record === undefined || !hashesEqual(record.secretHash, secretHash)) {
+        throw errors.unauthenticated('the API key is not valid');
+      }
+      if (record.revokedAt !== null) throw errors.unauthenticated('the API key has been revoked');
+      return {
+        kind: 'org',
+        orgId: record.orgId,
+        keyId: record.id,
+        role: record.role,
+        projectId: record.projectId,
+      };
+    },
+  };
+}
+
+export function requireAdmin(principal: Principal): void {
+  if (principal.kind !== 'admin') throw errors.forbidden('this route needs the admin key');
+}
+
+export function requireOrg(principal: Principal): Extract<Principal, { kind: 'org' }> {
+  if (principal.kind !== 'org') {
+    throw errors.forbidden('this route acts for an organization: use an organization key, not the admin key');
+  }
+  return principal;
+}

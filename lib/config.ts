@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { errors } from './errors.ts';
+
+/** Adapter kinds this build knows. A pool naming any other kind is refused at validation. */
+export const knownAdapterKinds = ['devhost', 'fake'] as const;
+/** Kinds that run sandboxes without isolation: only allowed when the control plane runs in dev mode. */
+export const devOnlyAdapterKinds: ReadonlySet<string> = new Set(['devhost', 'fake']);
+
+const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export const credentialRefSchema = z.union([
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }),
+  z.strictObject({ secretArn: z.string().startsWith('arn:', 'a Secrets Manager secret ARN') }),
+]);
+
+export const poolConfigSchema = z.strictObject({
+  name: z.string().regex(poolNamePattern, 'pool names are lower-case letters, digits and -, at most 63 long'),
+  adapter: z.enum(knownAdapterKinds, { error: `adapter must be one of: ${knownAdapterKinds.join(', ')}` }),
+  trust: z.enum(['private', 'external']).default('private'),
+  region: z.string().min(1).max(63).optional(),
+  /** 0: no limit beyond what the adapter's Capacity reports. */
+  maxConcurrency: z.int().min(0).default(0),
+  costModel: z.strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) }).optional(),
+  /** Adapter-specific settings, validated by the adapter's own schema when the pool is built. */
+  config: z.record(z.string(), z.unknown()).default({}),
+  credentials: credentialRefSchema.optional(),
+  /** Declared features; the effective list drops those whose interface the adapter lacks. */
+  features: z.array(z.string().min(1).max(64)).optional(),
+});
+export type PoolConfig = z.infer<typeof poolConfigSchema>;
+
+export const templateSchema = z.strictObject({
+  name: z.string().min(1).max(128),
+  description: z.string().max(1024).optional(),
+  image: z.string().max(512).optional(),
+});
+
+export const configSchema = z
+  .strictObject({
+    /** Dev mode allows adapters without isolation (devhost, fake). Never on in production. */
+    devMode: z.boolean().default(false),
+    pools: z.array(poolConfigSchema).default([]),
+    templates: z.array(templateSchema).default([]),
+    scheduler: z
+      .strictObject({
+        maxAttempts: z.int().min(1).max(20).default(3),
+        provisionTimeoutSeconds: z.int().min(5).max(900).default(120),
+        terminateTimeoutSeconds: z.int().min(5).max(900).default(60),
+      })
+      .default({ maxAttempts: 3, provisionTimeoutSeconds: 120, terminateTimeoutSeconds: 60 }),
+    api: z
+      .strictObject({
+        /**
+         * The longest command the synchronous exec may run. API Gateway's integration timeout is 29 s,
+         * so the default leaves margin; longer commands use the streamed form.
+         */
+        syncExecMaxSeconds: z.int().min(1).max(900).default(25),
+        /** Cap on each of stdout and stderr returned by a synchronous exec. */
+        execOutputMaxBytes: z
+          .int()
+          .min(1024)
+          .max(5 * 1024 * 1024)
+          .default(1024 * 1024),
+      })
+      .default({ syncExecMaxSeconds: 25, execOutputMaxBytes: 1024 * 1024 }),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.pools.forEach((pool, index) => {
+      if (seen.has(pool.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pools', index, 'name'],
+          message: `pool ${pool.name} is defined twice`,
+        });
+      }
+      seen.add(pool.name);
+      if (!config.devMode && devOnlyAdapterKinds.has(pool.adapter)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pools', index, 'adapter'],
+          message: `the ${pool.adapter} adapter runs without isolation and is allowed only with devMode: true`,
+        });
+      }
+    });
+  });
+export type Config = z.infer<typeof configSchema>;
+
+/** `pools[0].adapter: message; scheduler.maxAttempts: message`: every problem, each naming its field. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return describeIssues(issues)
+    .map((issue) => `${issue.path}: ${issue.message}`)
+    .join('; ');
+}
+
+/** Issues as `{path, message}`; an unknown field is reported at its own path, not at its parent's. */
+export function describeIssues(issues: readonly z.core.$ZodIssue[]): { path: string; message: string }[] {
+  return issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: formatPath([...issue.path, key]), message: 'unknown field' }))
+      : [{ path: formatPath(issue.path), message: issue.message }],
+  );
+}
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(root)';
+  return path
+    .map((part, index) =>
+      typeof part === 'number' ? `[${part}]` : index === 0 ? String(part) : `.${String(part)}`,
+    )
+    .join('');
+}
+
+export function parseConfig(input: unknown, source = 'config'): Config {
+  const result = configSchema.safeParse(input);
+  if (!result.success) {
+    throw errors.invalidRequest(`${source} is not valid: ${formatIssues(result.error.issues)}`, {
+      issues: describeIssues(result.error.issues),
+    });
+  }
+  return result.data;
+}
+
+/** Parses JSON text without trusting its shape: the result goes through parseConfig. */
+export function parseConfigText(text: string, source = 'config'): Config {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw errors.invalidRequest(`${source} is not valid JSON: ${(error as Error).message}`);
+  }
+  return parseConfig(raw, source);
+}

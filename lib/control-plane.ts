@@ -1,0 +1,38 @@
+import { createAuthenticator } from './auth.ts';
+import type { Config } from './config.ts';
+import { createRouter } from './http/router.ts';
+import { apiRoutes } from './http/routes.ts';
+import type { HttpRequest, HttpResponse } from './http/types.ts';
+import type { Log } from './log.ts';
+import type { PoolRegistry } from './pools.ts';
+import type { WorkQueue } from './queue/port.ts';
+import { SandboxService } from './sandboxes.ts';
+import type { Store } from './store/port.ts';
+import { Tenancy } from './tenancy.ts';
+
+export interface ControlPlaneDeps {
+  config: Config;
+  store: Store;
+  queue: WorkQueue;
+  pools: PoolRegistry;
+  log: Log;
+  adminKey: string;
+  now?: () => Date;
+}
+
+export interface ControlPlane extends ControlPlaneDeps {
+  tenancy: Tenancy;
+  sandboxes: SandboxService;
+  handleHttp(request: HttpRequest): Promise<HttpResponse>;
+}
+
+/** Wires the domain services from their ports. Functions and the local runtime both start here. */
+export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
+  const tenancy = new Tenancy(deps.store, deps.now);
+  const sandboxes = new SandboxService(deps);
+  const handleHttp = createRouter(apiRoutes({ tenancy, sandboxes }), {
+    authenticator: createAuthenticator(deps.store, deps.adminKey),
+    log: deps.log,
+  });
+  return { ...deps, tenancy, sandboxes, handleHttp };
+}

@@ -1,0 +1,136 @@
+import type { z } from 'zod';
+import type { Authenticator, Principal } from '../auth.ts';
+import { describeIssues, formatIssues } from '../config.ts';
+import { ApiError, errors, toErrorResponse } from '../errors.ts';
+import { describeError, type Log } from '../log.ts';
+import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
+
+/** JSON bodies above this are refused before parsing: API Gateway and Lambda cap payloads at 6 MB. */
+export const maxJsonBodyBytes = 1024 * 1024;
+
+interface CompiledRoute {
+  definition: RouteDefinition;
+  pattern: RegExp;
+  paramNames: string[];
+}
+
+function compile(definition: RouteDefinition): CompiledRoute {
+  const paramNames: string[] = [];
+  const source = definition.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    paramNames.push(name);
+    return '([^/]+)';
+  });
+  return { definition, pattern: new RegExp(`^${source}/?$`), paramNames };
+}
+
+export interface RouterDeps {
+  authenticator: Authenticator;
+  log: Log;
+}
+
+/**
+ * Matches a request to a route, authenticates, parses and validates params, query and body with the
+ * route's zod schemas, and maps every thrown error to the envelope in one place.
+ */
+export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
+  const compiled = routes.map(compile);
+
+  return async function handle(request: HttpRequest): Promise<HttpResponse> {
+    try {
+      return await dispatch(request);
+    } catch (error) {
+      const { status, body, masked } = toErrorResponse(error);
+      if (masked) {
+        deps.log.error('unhandled error', {
+          requestId: request.requestId,
+          path: request.path,
+          error: describeError(error),
+        });
+      }
+      return json(status, body);
+    }
+  };
+
+  async function dispatch(request: HttpRequest): Promise<HttpResponse> {
+    let pathMatched = false;
+    for (const candidate of compiled) {
+      const match = candidate.pattern.exec(request.path);
+      if (match === null) continue;
+      pathMatched = true;
+      if (candidate.definition.method !== request.method.toUpperCase()) continue;
+      const rawParams = Object.fromEntries(
+        candidate.paramNames.map((name, index) => [name, decodeURIComponent(match[index + 1] ?? '')]),
+      );
+      return invoke(candidate.definition, request, rawParams);
+    }
+    if (pathMatched) {
+      throw errors.invalidRequest(`method ${request.method} is not allowed on ${request.path}`, {
+        method: request.method,
+      });
+    }
+    throw new ApiError('not_found', `no route for ${request.method} ${request.path}`, { path: request.path });
+  }
+
+  async function invoke(
+    definition: RouteDefinition,
+    request: HttpRequest,
+    rawParams: Record<string, string>,
+  ): Promise<HttpResponse> {
+    const principal: Principal =
+      definition.auth === 'none'
+        ? { kind: 'admin' }
+        : await deps.authenticator.authenticate(request.headers.authorization);
+    if (definition.auth === 'admin' && principal.kind !== 'admin') {
+      throw errors.forbidden('this route needs the admin key');
+    }
+    if (definition.auth === 'org' && principal.kind !== 'org') {
+      throw errors.forbidden(
+        'this route acts for an organization: use an organization key, not the admin key',
+      );
+    }
+    const params = validate('path', definition.params, rawParams);
+    const query = validate('query', definition.query, request.query);
+    const body =
+      definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
+    const result = await definition.handle({ request, principal, params, query, body });
+    if (result.body === undefined) return { status: result.status, headers: { ...result.headers }, body: '' };
+    return json(result.status, result.body, result.headers);
+  }
+}
+
+function parseJsonBody(request: HttpRequest): unknown {
+  const body = request.body;
+  if (body === undefined || body.length === 0) return {};
+  if (body.length > maxJsonBodyBytes) throw errors.payloadTooLarge(maxJsonBodyBytes);
+  // Every body is JSON whatever Content-Type says (curl -d sends a form type); parsing decides.
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw errors.invalidRequest(`the body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function validate<T extends z.ZodType | undefined>(
+  where: 'path' | 'query' | 'body',
+  schema: T,
+  input: unknown,
+): T extends z.ZodType ? z.infer<T> : undefined {
+  if (schema === undefined) return undefined as T extends z.ZodType ? z.infer<T> : undefined;
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    const issues = result.error.issues;
+    throw errors.invalidRequest(`invalid ${where}: ${formatIssues(issues)}`, {
+      in: where,
+      issues: describeIssues(issues),
+    });
+  }
+  return result.data as T extends z.ZodType ? z.infer<T> : undefined;
+}
+
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  };
+}

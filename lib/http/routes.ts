@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import { requireOrg } from '../auth.ts';
+import { errors } from '../errors.ts';
+import { idPattern } from '../ids.ts';
+import type { SandboxService } from '../sandboxes.ts';
+import { listQuerySchema, pageOf } from '../schemas/common.ts';
+import {
+  createSandboxSchema,
+  execRequestSchema,
+  execResultSchema,
+  sandboxListQuerySchema,
+  sandboxSchema,
+} from '../schemas/sandboxes.ts';
+import {
+  createdKeySchema,
+  createKeySchema,
+  createOrgSchema,
+  keySchema,
+  orgSchema,
+} from '../schemas/tenancy.ts';
+import type { Tenancy } from '../tenancy.ts';
+import { type RouteDefinition, route } from './types.ts';
+
+export interface RouteDeps {
+  tenancy: Tenancy;
+  sandboxes: SandboxService;
+}
+
+const sandboxParams = z.strictObject({
+  id: z.string().regex(idPattern('sandbox'), 'a sandbox id (sbx_...)'),
+});
+const orgParams = z.strictObject({ id: z.string().regex(idPattern('org'), 'an org id (org_...)') });
+const keyParams = z.strictObject({ id: z.string().regex(idPattern('key'), 'a key id (key_...)') });
+const errorSchema = z.object({
+  error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
+});
+
+/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
+function parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
+  if (filter === undefined) return undefined;
+  const labels: Record<string, string> = {};
+  for (const pair of filter.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
+    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
+export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
+  const { tenancy, sandboxes } = deps;
+  return [
+    route({
+      method: 'GET',
+      path: '/v1/health',
+      summary: 'Liveness of the API',
+      auth: 'none',
+      responses: { 200: z.object({ status: z.literal('ok') }) },
+      handle: async () => ({ status: 200, body: { status: 'ok' } }),
+    }),
+
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs',
+      summary: 'Create an organization',
+      auth: 'admin',
+      body: createOrgSchema,
+      responses: { 201: orgSchema, 400: errorSchema },
+      handle: async ({ body }) => ({ status: 201, body: await tenancy.createOrg(body) }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs',
+      summary: 'List organizations',
+      auth: 'admin',
+      query: listQuerySchema,
+      responses: { 200: pageOf(orgSchema) },
+      handle: async ({ query }) => ({ status: 200, body: await tenancy.listOrgs(query) }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}',
+      summary: 'Get an organization',
+      auth: 'admin',
+      params: orgParams,
+      responses: { 200: orgSchema, 404: errorSchema },
+      handle: async ({ params }) => {
+        const org = await tenancy.getOrg(params.id);
+        return {
+          status: 200,
+          body: { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt },
+        };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs/{id}/keys',
+      summary: 'Create an API key for an organization; the secret is returned only here',
+      auth: 'admin',
+      params: orgParams,
+      body: createKeySchema,
+      responses: { 201: createdKeySchema, 404: errorSchema },
+      handle: async ({ params, body }) => ({ status: 201, body: await tenancy.createKey(params.id, body) }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/keys',
+      summary: "List an organization's API keys (never their secrets)",
+      auth: 'admin',
+      params: orgParams,
+      query: listQuerySchema,
+      responses: { 200: pageOf(keySchema) },
+      handle: async ({ params, query }) => ({ status: 200, body: await tenancy.listKeys(params.id, query) }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/admin/keys/{id}',
+      summary: 'Revoke an API key; it is refused from its next call on',
+      auth: 'admin',
+      params: keyParams,
+      responses: { 200: keySchema, 404: errorSchema },
+      handle: async ({ params }) => ({ status: 200, body: await tenancy.revokeKey(params.id) }),
+    }),
+
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes',
+      summary: 'Create a sandbox; it is queued and placed asynchronously',
+      auth: 'org',
+      body: createSandboxSchema,
+      responses: { 202: sandboxSchema, 400: errorSchema },
+      handle: async ({ principal, body }) => ({
+        status: 202,
+        body: await sandboxes.create(requireOrg(principal), body),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes',
+      summary: "List the organization's sandboxes",
+      auth: 'org',
+      query: sandboxListQuerySchema,
+      responses: { 200: pageOf(sandboxSchema) },
+      handle: async ({ principal, query }) => ({
+        status: 200,
+        body: await sandboxes.list(
+          requireOrg(principal),
+          { status: query.status, projectId: query.projectId, labels: parseLabelFilter(query.label) },
+          { cursor: query.cursor, limit: query.limit },
+        ),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes/{id}',
+      summary: 'Get a sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      responses: { 200: sandboxSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await sandboxes.get(requireOrg(principal), params.id),
+      }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/sandboxes/{id}',
+      summary: 'Terminate a sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      responses: { 202: sandboxSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 202,
+        body: await sandboxes.delete(requireOrg(principal), params.id),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/exec',
+      summary: 'Run a command in a running sandbox and wait for it',
+      auth: 'org',
+      params: sandboxParams,
+      body: execRequestSchema,
+      responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await sandboxes.exec(requireOrg(principal), params.id, body),
+      }),
+    }),
+  ];
+}

@@ -1,0 +1,62 @@
+import type { z } from 'zod';
+import type { Principal } from '../auth.ts';
+
+/** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
+export interface HttpRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  /** Header names lower-cased. */
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+  requestId: string;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer | string;
+}
+
+export type AuthRequirement = 'none' | 'admin' | 'org';
+
+export interface RouteContext<P, Q, B> {
+  request: HttpRequest;
+  principal: Principal;
+  params: P;
+  query: Q;
+  body: B;
+}
+
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * One route: its schemas are both the validation the router applies and the documentation the
+ * OpenAPI document is generated from.
+ */
+export interface RouteDefinition<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  summary: string;
+  auth: AuthRequirement;
+  params?: P;
+  query?: Q;
+  body?: B;
+  responses: Record<number, z.ZodType | null>;
+  handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>): Promise<RouteResult>;
+}
+
+/** Keeps each route's handler typed against its own schemas while the table holds them all. */
+export function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  definition: RouteDefinition<P, Q, B>,
+): RouteDefinition {
+  return definition as unknown as RouteDefinition;
+}

@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+export const queueNames = ['provision', 'terminate'] as const;
+export type QueueName = (typeof queueNames)[number];
+
+/** A message only says "look at sandbox X": the record in the store is the truth. */
+export const workMessageSchema = z.strictObject({
+  sandboxId: z.string().min(1).max(64),
+  orgId: z.string().min(1).max(64),
+});
+export type WorkMessage = z.infer<typeof workMessageSchema>;
+
+export interface SendOptions {
+  delaySeconds?: number;
+}
+
+export interface WorkQueue {
+  send(queue: QueueName, message: WorkMessage, options?: SendOptions): Promise<void>;
+  /** Backoff: the message reappears after `seconds` (the worker then reports it as a batch failure). */
+  changeVisibility(queue: QueueName, receiptHandle: string, seconds: number): Promise<void>;
+}

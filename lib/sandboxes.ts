@@ -1,0 +1,189 @@
+import { isKnownFeature } from './adapter/contract.ts';
+import type { Principal } from './auth.ts';
+import type { Config } from './config.ts';
+import { errors } from './errors.ts';
+import { newId } from './ids.ts';
+import { describeError, type Log } from './log.ts';
+import type { PoolRegistry } from './pools.ts';
+import type { WorkQueue } from './queue/port.ts';
+import { sandboxView, transitionSandbox } from './sandbox-records.ts';
+import { isTerminal } from './sandbox-state.ts';
+import {
+  type CreateSandboxRequest,
+  defaultResources,
+  defaultTtlSeconds,
+  type ExecRequest,
+  type ExecResult,
+  resourcesSchema,
+  type SandboxView,
+} from './schemas/sandboxes.ts';
+import type { Page, PageRequest, SandboxFilter, Store } from './store/port.ts';
+import type { SandboxRecord } from './store/records.ts';
+
+export interface SandboxServiceDeps {
+  store: Store;
+  queue: WorkQueue;
+  pools: PoolRegistry;
+  config: Config;
+  log: Log;
+  now?: () => Date;
+}
+
+type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
+
+/** Tenant-facing sandbox operations. Every read is scoped: another org's sandbox is not_found. */
+export class SandboxService {
+  readonly #deps: SandboxServiceDeps;
+  readonly #now: () => Date;
+
+  constructor(deps: SandboxServiceDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  async create(principal: OrgPrincipal, request: CreateSandboxRequest): Promise<SandboxView> {
+    const projectId = this.#projectFor(principal, request.projectId);
+    this.#validateCapabilities(request.capabilities ?? []);
+    for (const name of request.placement?.allowedPools ?? []) {
+      if (this.#deps.pools.get(name) === undefined) {
+        throw errors.invalidRequest(`placement.allowedPools names an unknown pool: ${name}`, {
+          field: 'placement.allowedPools',
+          pool: name,
+        });
+      }
+    }
+    const now = this.#now().toISOString();
+    const record: SandboxRecord = {
+      id: newId('sandbox'),
+      orgId: principal.orgId,
+      projectId,
+      status: 'queued',
+      statusMessage: null,
+      version: 1,
+      pool: null,
+      backendRef: null,
+      template: request.template ?? null,
+      resources: resourcesSchema.parse(request.resources ?? defaultResources),
+      labels: request.labels ?? {},
+      capabilities: request.capabilities ?? [],
+      env: request.env ?? {},
+      ttlSeconds: request.ttlSeconds ?? defaultTtlSeconds,
+      queueTimeoutSeconds: request.queueTimeoutSeconds ?? null,
+      allowedPools: request.placement?.allowedPools ?? null,
+      regions: request.placement?.regions ?? null,
+      fromSnapshot: request.fromSnapshot ?? null,
+      attempts: 0,
+      placement: { pool: null, rejected: [], decidedAt: null },
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: null,
+    };
+    // Record first, message second: if the send fails the sandbox stays queued and the sweep requeues it.
+    await this.#deps.store.createSandbox(record);
+    await this.#enqueue('provision', record);
+    return sandboxView(record);
+  }
+
+  async get(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    return sandboxView(await this.load(principal, id));
+  }
+
+  async list(principal: OrgPrincipal, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxView>> {
+    const projectId = principal.projectId ?? filter.projectId;
+    const result = await this.#deps.store.listSandboxes(principal.orgId, { ...filter, projectId }, page);
+    return { items: result.items.map(sandboxView), nextCursor: result.nextCursor };
+  }
+
+  /** Terminate: idempotent. A sandbox already terminating or terminated is returned as it is. */
+  async delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    const record = await this.load(principal, id);
+    if (record.status === 'terminating' || record.status === 'terminated') return sandboxView(record);
+    const updated = await transitionSandbox(
+      this.#deps.store,
+      record,
+      'terminating',
+      { statusMessage: 'termination requested' },
+      this.#now(),
+    );
+    await this.#enqueue('terminate', updated);
+    return sandboxView(updated);
+  }
+
+  async exec(principal: OrgPrincipal, id: string, request: ExecRequest): Promise<ExecResult> {
+    const { syncExecMaxSeconds } = this.#deps.config.api;
+    if (request.timeoutSeconds !== undefined && request.timeoutSeconds > syncExecMaxSeconds) {
+      throw errors.invalidRequest(
+        `timeoutSeconds ${request.timeoutSeconds} is longer than the synchronous exec allows (${syncExecMaxSeconds} s): use POST /v1/sandboxes/{id}/exec?stream=1 for long commands`,
+        { field: 'timeoutSeconds', max: syncExecMaxSeconds },
+      );
+    }
+    const record = await this.load(principal, id);
+    if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
+      throw errors.invalidState(`exec needs a running sandbox; ${id} is ${record.status}`, {
+        status: record.status,
+      });
+    }
+    const adapter = this.#deps.pools.adapterOf(record.pool);
+    return adapter.exec(
+      record.backendRef,
+      { ...request, timeoutSeconds: request.timeoutSeconds ?? syncExecMaxSeconds },
+      // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
+      { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000) },
+    );
+  }
+
+  /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */
+  async load(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
+    const record = await this.#deps.store.getSandbox(id);
+    if (
+      record === undefined ||
+      record.orgId !== principal.orgId ||
+      (principal.projectId !== null && record.projectId !== principal.projectId)
+    ) {
+      throw errors.notFound('sandbox', id);
+    }
+    return record;
+  }
+
+  #projectFor(principal: OrgPrincipal, requested: string | undefined): string | null {
+    if (principal.projectId === null) return requested ?? null;
+    if (requested !== undefined && requested !== principal.projectId) {
+      throw errors.forbidden(`this key is restricted to project ${principal.projectId}`);
+    }
+    return principal.projectId;
+  }
+
+  #validateCapabilities(capabilities: readonly string[]): void {
+    for (const name of capabilities) {
+      if (!isKnownFeature(name)) {
+        throw errors.invalidRequest(`unknown capability ${name}`, {
+          field: 'capabilities',
+          capability: name,
+        });
+      }
+      if (name === 'isolation.none') {
+        throw errors.invalidRequest('isolation.none cannot be requested', {
+          field: 'capabilities',
+          capability: name,
+        });
+      }
+    }
+  }
+
+  async #enqueue(queue: 'provision' | 'terminate', record: SandboxRecord): Promise<void> {
+    try {
+      await this.#deps.queue.send(queue, { sandboxId: record.id, orgId: record.orgId });
+    } catch (error) {
+      this.#deps.log.error('queue send failed after the record was written; the sweep will requeue it', {
+        queue,
+        sandboxId: record.id,
+        orgId: record.orgId,
+        error: describeError(error),
+      });
+    }
+  }
+}
+
+export function isLive(record: SandboxRecord): boolean {
+  return !isTerminal(record.status);
+}

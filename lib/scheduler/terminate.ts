@@ -1,0 +1,63 @@
+import type { Config } from '../config.ts';
+import { isApiError } from '../errors.ts';
+import { describeError, type Log } from '../log.ts';
+import type { PoolRegistry } from '../pools.ts';
+import type { WorkMessage } from '../queue/port.ts';
+import { transitionSandbox } from '../sandbox-records.ts';
+import type { Store } from '../store/port.ts';
+import { terminateBackoffSeconds } from './backoff.ts';
+import { done, retryAfter, type WorkOutcome } from './outcome.ts';
+
+export interface TerminateDeps {
+  store: Store;
+  pools: PoolRegistry;
+  config: Config;
+  log: Log;
+  now?: () => Date;
+}
+
+/**
+ * Handles one terminate message: Delete the backend instance (a missing one is success), then mark the
+ * sandbox terminated. A pool that is gone or has no adapter in this build ends the termination with a
+ * note instead of retrying forever (the seeds' E0.22).
+ */
+export async function terminateSandbox(
+  deps: TerminateDeps,
+  message: WorkMessage,
+  receiveCount: number,
+): Promise<WorkOutcome> {
+  const now = deps.now ?? (() => new Date());
+  const record = await deps.store.getSandbox(message.sandboxId);
+  if (record === undefined || record.orgId !== message.orgId || record.status !== 'terminating') return done;
+  let note = 'terminated';
+  if (record.backendRef !== null && record.pool !== null) {
+    const pool = deps.pools.get(record.pool);
+    if (pool?.adapter === undefined) {
+      note =
+        pool === undefined
+          ? `terminated; pool ${record.pool} no longer exists, backend instance ${record.backendRef} was not deleted`
+          : `terminated; pool ${record.pool} has no adapter in this build, backend instance ${record.backendRef} was not deleted`;
+    } else {
+      try {
+        await pool.adapter.delete(record.backendRef, {
+          signal: AbortSignal.timeout(deps.config.scheduler.terminateTimeoutSeconds * 1000),
+        });
+      } catch (error) {
+        if (!isApiError(error) || error.code !== 'not_found') {
+          const delaySeconds = terminateBackoffSeconds(receiveCount);
+          deps.log.warn('adapter delete failed; will retry', {
+            sandboxId: record.id,
+            orgId: record.orgId,
+            pool: record.pool,
+            delaySeconds,
+            error: describeError(error),
+          });
+          return retryAfter(delaySeconds);
+        }
+      }
+    }
+  }
+  await transitionSandbox(deps.store, record, 'terminated', { statusMessage: note }, now());
+  deps.log.info('sandbox terminated', { sandboxId: record.id, orgId: record.orgId, pool: record.pool });
+  return done;
+}

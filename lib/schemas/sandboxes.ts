@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { sandboxStatuses } from '../sandbox-state.ts';
+import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
+
+export const resourcesSchema = z.strictObject({
+  cpu: z.number().positive().max(256).default(1),
+  memoryMiB: z
+    .int()
+    .min(128)
+    .max(1024 * 1024)
+    .default(1024),
+  diskGiB: z
+    .int()
+    .min(1)
+    .max(16 * 1024)
+    .default(10),
+});
+export type Resources = z.infer<typeof resourcesSchema>;
+
+export const defaultResources: Resources = { cpu: 1, memoryMiB: 1024, diskGiB: 10 };
+
+export const maxTtlSeconds = 30 * 24 * 3600;
+export const defaultTtlSeconds = 3600;
+
+export const placementRequestSchema = z.strictObject({
+  allowedPools: z.array(z.string().min(1).max(63)).max(32).optional(),
+  regions: z.array(z.string().min(1).max(63)).max(32).optional(),
+});
+
+export const createSandboxSchema = z.strictObject({
+  template: z.string().min(1).max(512).optional(),
+  resources: resourcesSchema.optional(),
+  env: envSchema.optional(),
+  labels: labelsSchema.optional(),
+  capabilities: z.array(z.string().min(1).max(64)).max(32).optional(),
+  profile: z.string().min(1).max(63).optional(),
+  classification: z.string().min(1).max(63).optional(),
+  placement: placementRequestSchema.optional(),
+  ttlSeconds: z.int().min(60).max(maxTtlSeconds).optional(),
+  fromSnapshot: z.string().min(1).max(64).optional(),
+  projectId: z.string().min(1).max(64).optional(),
+  queueTimeoutSeconds: z
+    .int()
+    .min(1)
+    .max(24 * 3600)
+    .optional(),
+});
+export type CreateSandboxRequest = z.infer<typeof createSandboxSchema>;
+
+export const rejectedPoolSchema = z.object({ pool: z.string(), reason: z.string() });
+
+export const placementDecisionSchema = z.object({
+  pool: z.string().nullable(),
+  rejected: z.array(rejectedPoolSchema),
+  decidedAt: z.string().nullable(),
+});
+export type PlacementDecision = z.infer<typeof placementDecisionSchema>;
+
+/** The public view of a sandbox. Env values are never echoed; only their names are. */
+export const sandboxSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  projectId: z.string().nullable(),
+  status: z.enum(sandboxStatuses),
+  statusMessage: z.string().nullable(),
+  pool: z.string().nullable(),
+  template: z.string().nullable(),
+  resources: resourcesSchema,
+  labels: z.record(z.string(), z.string()),
+  capabilities: z.array(z.string()),
+  envKeys: z.array(z.string()),
+  ttlSeconds: z.int(),
+  attempts: z.int(),
+  placement: placementDecisionSchema,
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  expiresAt: z.string().nullable(),
+});
+export type SandboxView = z.infer<typeof sandboxSchema>;
+
+export const sandboxListQuerySchema = listQuerySchema.extend({
+  status: z.enum(sandboxStatuses).optional(),
+  projectId: z.string().max(64).optional(),
+  /** `key=value`, repeated by comma: `team=a,tier=gold`. */
+  label: z.string().max(1024).optional(),
+});
+
+export const execRequestSchema = z
+  .strictObject({
+    command: z
+      .string()
+      .min(1)
+      .max(128 * 1024)
+      .optional(),
+    args: z
+      .array(z.string().max(128 * 1024))
+      .min(1)
+      .max(1024)
+      .optional(),
+    env: envSchema.optional(),
+    cwd: z.string().min(1).max(4096).optional(),
+    stdin: z
+      .string()
+      .max(1024 * 1024)
+      .optional(),
+    timeoutSeconds: z.int().min(1).max(7200).optional(),
+  })
+  .refine((req) => (req.command === undefined) !== (req.args === undefined), {
+    message: 'send exactly one of command (run by /bin/sh -c) or args (run directly)',
+    path: ['command'],
+  });
+export type ExecRequest = z.infer<typeof execRequestSchema>;
+
+export const execResultSchema = z.object({
+  exitCode: z.int(),
+  stdout: z.string(),
+  stderr: z.string(),
+  durationMs: z.int(),
+  truncated: z.boolean(),
+  timedOut: z.boolean(),
+});
+export type ExecResult = z.infer<typeof execResultSchema>;
