@@ -1,0 +1,52 @@
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../adapters/registry.ts';
+import type { Principal } from '../../lib/auth.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
+import { silentLog } from '../../lib/log.ts';
+import type { QueueName, SendOptions, WorkMessage, WorkQueue } from '../../lib/queue/port.ts';
+import { MemoryStore } from '../../lib/store/memory.ts';
+
+/** A queue that records what was sent, for tests of lib logic that do not need SQS itself. */
+export class RecordingQueue implements WorkQueue {
+  readonly sent: { queue: QueueName; message: WorkMessage; options?: SendOptions }[] = [];
+  failSends = false;
+
+  async send(queue: QueueName, message: WorkMessage, options?: SendOptions): Promise<void> {
+    if (this.failSends) throw new Error('SQS is unreachable');
+    this.sent.push({ queue, message, ...(options && { options }) });
+  }
+
+  async changeVisibility(): Promise<void> {}
+}
+
+/** A control plane on the memory store with two fake pools, `first` and `second`, in that order. */
+export async function testPlane(overrides: { maxAttempts?: number } = {}) {
+  const adapters = { first: new FakeAdapter(), second: new FakeAdapter() };
+  const config = parseConfig({
+    devMode: true,
+    pools: [
+      { name: 'first', adapter: 'fake' },
+      { name: 'second', adapter: 'fake' },
+    ],
+    scheduler: { maxAttempts: overrides.maxAttempts ?? 3 },
+  });
+  const queue = new RecordingQueue();
+  const plane: ControlPlane = createControlPlane({
+    config,
+    store: new MemoryStore(),
+    queue,
+    pools: await buildPools(config, { log: silentLog, adapters }),
+    log: silentLog,
+    adminKey: 'test-admin-key',
+  });
+  const org = await plane.tenancy.createOrg({ name: 'test' });
+  const principal: Extract<Principal, { kind: 'org' }> = {
+    kind: 'org',
+    orgId: org.id,
+    keyId: 'key_test',
+    role: 'member',
+    projectId: null,
+  };
+  return { plane, adapters, queue, principal };
+}

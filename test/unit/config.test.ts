@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig, parseConfigText } from '../../lib/config.ts';
+import { ApiError } from '../../lib/errors.ts';
+
+function problem(input: unknown): string {
+  try {
+    parseConfig(input);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ApiError);
+    return (error as ApiError).message;
+  }
+  throw new Error('expected the config to be refused');
+}
+
+describe('config', () => {
+  it('fills defaults', () => {
+    const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
+    expect(config.scheduler).toEqual({
+      maxAttempts: 3,
+      provisionTimeoutSeconds: 120,
+      terminateTimeoutSeconds: 60,
+    });
+    expect(config.pools[0]).toMatchObject({ name: 'fake', trust: 'private', maxConcurrency: 0, config: {} });
+  });
+
+  it('names an unknown adapter kind and its field', () => {
+    expect(problem({ devMode: true, pools: [{ name: 'x', adapter: 'firecracker' }] })).toMatch(
+      /pools\[0\]\.adapter: adapter must be one of: devhost, fake/,
+    );
+  });
+
+  it('names an unknown field', () => {
+    expect(problem({ devMode: true, pools: [{ name: 'x', adapter: 'fake', colour: 'red' }] })).toMatch(
+      /pools\[0\]\.colour: unknown field/,
+    );
+  });
+
+  it('refuses dev-only adapters outside dev mode', () => {
+    expect(problem({ pools: [{ name: 'local', adapter: 'devhost' }] })).toMatch(
+      /pools\[0\]\.adapter: the devhost adapter runs without isolation and is allowed only with devMode: true/,
+    );
+  });
+
+  it('refuses duplicate pool names', () => {
+    expect(
+      problem({
+        devMode: true,
+        pools: [
+          { name: 'a', adapter: 'fake' },
+          { name: 'a', adapter: 'fake' },
+        ],
+      }),
+    ).toMatch(/pools\[1\]\.name: pool a is defined twice/);
+  });
+
+  it('says where JSON is broken', () => {
+    expect(() => parseConfigText('{"devMode": tru}', 'differently.json')).toThrow(
+      /differently.json is not valid JSON/,
+    );
+  });
+});

@@ -1,0 +1,134 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
+import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import { newId } from '../../lib/ids.ts';
+
+describe('DevhostAdapter', () => {
+  let root: string;
+  let adapter: DevhostAdapter;
+  let ref: string;
+  const installation = 'inst_devhost_test';
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'devhost-test-'));
+    adapter = new DevhostAdapter(devhostConfigSchema.parse({ root, outputMaxBytes: 1024 }));
+    const instance = await adapter.create({
+      id: newId('sandbox'),
+      installation,
+      resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 },
+      env: { GREETING: 'hello' },
+      labels: {},
+    });
+    ref = instance.ref;
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('returns non-zero exit codes as results', async () => {
+    expect(await adapter.exec(ref, { command: 'exit 3' })).toMatchObject({ exitCode: 3, timedOut: false });
+    expect(await adapter.exec(ref, { command: 'echo hi' })).toMatchObject({
+      exitCode: 0,
+      stdout: 'hi\n',
+      stderr: '',
+    });
+  });
+
+  it('runs args directly, without a shell', async () => {
+    const result = await adapter.exec(ref, { args: ['printf', '%s|', 'a b', '$HOME'] });
+    expect(result.stdout).toBe('a b|$HOME|');
+  });
+
+  it('honours cwd inside the sandbox, creating it', async () => {
+    const result = await adapter.exec(ref, { command: 'pwd', cwd: '/work/sub' });
+    expect(result.stdout.trim()).toBe(join(root, ref, 'fs', 'work', 'sub'));
+  });
+
+  it('uses the sandbox env as the base and the request env on top, never the host env', async () => {
+    process.env.DIFFERENTLY_TEST_SECRET = 'do-not-leak';
+    const result = await adapter.exec(ref, {
+      command: 'echo "$GREETING $NAME [$DIFFERENTLY_TEST_SECRET]"',
+      env: { NAME: 'world' },
+    });
+    expect(result.stdout).toBe('hello world []\n');
+    delete process.env.DIFFERENTLY_TEST_SECRET;
+  });
+
+  it('feeds stdin', async () => {
+    expect((await adapter.exec(ref, { command: 'tr a-z A-Z', stdin: 'shout' })).stdout).toBe('SHOUT');
+  });
+
+  it('kills the whole process group at the timeout and reports exit 124', async () => {
+    const result = await adapter.exec(ref, { command: 'sleep 30 & sleep 30; echo never', timeoutSeconds: 1 });
+    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+    expect(result.stdout).toBe('');
+    expect(result.durationMs).toBeLessThan(10_000);
+  });
+
+  it('caps buffered output and says it was truncated', async () => {
+    const result = await adapter.exec(ref, { command: 'head -c 100000 /dev/zero | tr "\\0" x' });
+    expect(result.truncated).toBe(true);
+    expect(result.stdout.length).toBe(1024);
+  });
+
+  it('streams stdout and stderr as produced', async () => {
+    const events: ExecEvent[] = [];
+    const exitCode = await adapter.execStream(ref, { command: 'echo out; echo err >&2; exit 5' }, (e) =>
+      events.push(e),
+    );
+    expect(exitCode).toBe(5);
+    expect(
+      events
+        .filter((e) => e.stream === 'stdout')
+        .map((e) => e.data)
+        .join(''),
+    ).toBe('out\n');
+    expect(
+      events
+        .filter((e) => e.stream === 'stderr')
+        .map((e) => e.data)
+        .join(''),
+    ).toBe('err\n');
+  });
+
+  it('writes, reads and lists files, creating parents', async () => {
+    await adapter.writeFile(ref, '/data/deep/file.txt', new TextEncoder().encode('content'));
+    expect(new TextDecoder().decode(await adapter.readFile(ref, '/data/deep/file.txt'))).toBe('content');
+    expect((await adapter.listFiles(ref, '/data')).map((f) => [f.name, f.isDir])).toEqual([['deep', true]]);
+  });
+
+  it('refuses paths that escape the sandbox or are relative', async () => {
+    await expect(adapter.readFile(ref, '/../../etc/passwd')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(adapter.readFile(ref, 'etc/passwd')).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(adapter.readFile(ref, '/a\0b')).rejects.toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('is idempotent on create, lists by installation, deletes idempotently', async () => {
+    const id = newId('sandbox');
+    const request = {
+      id,
+      installation,
+      resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 },
+      env: {},
+      labels: {},
+    };
+    const first = await adapter.create(request);
+    expect((await adapter.create(request)).ref).toBe(first.ref);
+    expect((await adapter.list(installation)).map((i) => i.sandboxId).sort()).toEqual([ref, id].sort());
+    expect(await adapter.list('inst_other')).toEqual([]);
+    await adapter.delete(first.ref);
+    await adapter.delete(first.ref);
+    await expect(adapter.get(first.ref)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('refuses exec on a stopped sandbox and runs again after start', async () => {
+    await adapter.stop(ref);
+    await expect(adapter.exec(ref, { command: 'true' })).rejects.toMatchObject({ code: 'invalid_state' });
+    await adapter.start(ref);
+    expect((await adapter.exec(ref, { command: 'true' })).exitCode).toBe(0);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../lib/errors.ts';
+import {
+  assertTransition,
+  canTransition,
+  type SandboxStatus,
+  sandboxStatuses,
+} from '../../lib/sandbox-state.ts';
+
+/** The lifecycle as the seeds describe it, written out independently of the implementation's table. */
+const allowed = new Set([
+  'queued>provisioning',
+  'queued>terminating',
+  'queued>failed',
+  'provisioning>queued',
+  'provisioning>running',
+  'provisioning>terminating',
+  'provisioning>failed',
+  'running>stopped',
+  'running>paused',
+  'running>terminating',
+  'running>failed',
+  'stopped>running',
+  'stopped>terminating',
+  'stopped>failed',
+  'paused>running',
+  'paused>terminating',
+  'paused>failed',
+  'terminating>terminated',
+  'failed>terminating',
+]);
+
+const pairs = sandboxStatuses.flatMap((from) =>
+  sandboxStatuses.map((to) => [from, to] as [SandboxStatus, SandboxStatus]),
+);
+
+describe('sandbox state machine', () => {
+  it.each(pairs.filter(([from, to]) => allowed.has(`${from}>${to}`)))('allows %s -> %s', (from, to) => {
+    expect(canTransition(from, to)).toBe(true);
+    expect(() => assertTransition(from, to)).not.toThrow();
+  });
+
+  it.each(pairs.filter(([from, to]) => !allowed.has(`${from}>${to}`)))(
+    'refuses %s -> %s with invalid_state',
+    (from, to) => {
+      expect(canTransition(from, to)).toBe(false);
+      let thrown: unknown;
+      try {
+        assertTransition(from, to);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ApiError);
+      expect((thrown as ApiError).code).toBe('invalid_state');
+      expect((thrown as ApiError).details).toEqual({ status: from, requested: to });
+    },
+  );
+
+  it('keeps terminated final', () => {
+    expect(sandboxStatuses.filter((to) => canTransition('terminated', to))).toEqual([]);
+  });
+});
