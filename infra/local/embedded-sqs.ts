@@ -13,7 +13,15 @@ export interface EmbeddedSqs {
   urls: Record<QueueName, string>;
   dlqUrls: Record<QueueName, string>;
   arns: Record<QueueName, string>;
+  /** Messages of a queue by state, without consuming them (inflight ones with their visibility deadline). */
+  inspect(queue: QueueName, dlq?: boolean): QueueContents;
   stop(): Promise<void>;
+}
+
+export interface QueueContents {
+  ready: { body: string }[];
+  delayed: { body: string }[];
+  inflight: { body: string; visibilityDeadline: number }[];
 }
 
 const region = 'us-east-1';
@@ -56,6 +64,18 @@ export async function startEmbeddedSqs(settings: Record<QueueName, QueueSettings
     urls,
     dlqUrls,
     arns,
+    inspect(queue, dlq = false) {
+      const state = server.inspectQueue(`differently-${queue}${dlq ? '-dlq' : ''}`);
+      const messages = state?.messages;
+      return {
+        ready: (messages?.ready ?? []).map((m) => ({ body: m.body })),
+        delayed: (messages?.delayed ?? []).map((m) => ({ body: m.body })),
+        inflight: (messages?.inflight ?? []).map((entry) => ({
+          body: entry.message.body,
+          visibilityDeadline: entry.visibilityDeadline,
+        })),
+      };
+    },
     async stop() {
       client.destroy();
       await server.stop();

@@ -9,10 +9,11 @@ import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
+import type { QueueName } from '../../lib/queue/port.ts';
 import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
-import { startEmbeddedSqs } from './embedded-sqs.ts';
+import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
 import { startHttpServer } from './http-server.ts';
 import { SqsPoller } from './sqs-poller.ts';
 
@@ -37,6 +38,8 @@ export interface LocalRuntimeOptions {
   /** Adapters to use instead of building them from config, by pool name (tests inject fakes here). */
   adapters?: Record<string, ExecutionAdapter>;
   log?: Log;
+  /** Queue settings instead of those derived from the scheduler timeouts (tests shorten them). */
+  queues?: Partial<Record<QueueName, QueueSettings>>;
 }
 
 export interface LocalRuntime {
@@ -59,8 +62,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const provisionWorkerSeconds = config.scheduler.provisionTimeoutSeconds + 30;
   const terminateWorkerSeconds = config.scheduler.terminateTimeoutSeconds + 30;
   const sqs = await startEmbeddedSqs({
-    provision: { visibilityTimeoutSeconds: provisionWorkerSeconds * 6, maxReceiveCount: 100 },
-    terminate: { visibilityTimeoutSeconds: terminateWorkerSeconds * 6, maxReceiveCount: 100 },
+    provision: {
+      visibilityTimeoutSeconds: provisionWorkerSeconds * 6,
+      maxReceiveCount: 100,
+      ...options.queues?.provision,
+    },
+    terminate: {
+      visibilityTimeoutSeconds: terminateWorkerSeconds * 6,
+      maxReceiveCount: 100,
+      ...options.queues?.terminate,
+    },
   });
   const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
   const plane = createControlPlane({
