@@ -1,0 +1,78 @@
+import { readFile } from 'node:fs/promises';
+import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
+import { createApiHandler } from '../../functions/api.ts';
+import { createProvisionHandler } from '../../functions/provision.ts';
+import { createTerminateHandler } from '../../functions/terminate.ts';
+import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { testPlane } from '../helpers/plane.ts';
+
+async function load<T>(name: string): Promise<T> {
+  return JSON.parse(await readFile(new URL(`../../events/${name}`, import.meta.url), 'utf8')) as T;
+}
+
+/** The ids in events/ are examples; each test swaps in ids that exist in its own store. */
+function withIds<T>(event: T, ids: Record<string, string>): T {
+  let text = JSON.stringify(event);
+  for (const [from, to] of Object.entries(ids)) text = text.replaceAll(from, to);
+  return JSON.parse(text) as T;
+}
+
+const exampleSandbox = /sbx_[0-9A-Z]{26}/;
+const exampleOrg = /org_[0-9A-Z]{26}/;
+
+describe('events/ drive the handlers they are for', async () => {
+  const createEvent = await load<APIGatewayProxyEvent>('api-create-sandbox.json');
+  const execEvent = await load<APIGatewayProxyEvent>('api-exec.json');
+  const provisionEvent = await load<SQSEvent>('provision-sqs.json');
+  const terminateEvent = await load<SQSEvent>('terminate-sqs.json');
+  const exampleKey = (createEvent.headers.Authorization ?? '').replace('Bearer ', '');
+  const exampleSandboxId = exampleSandbox.exec(JSON.stringify(provisionEvent))?.[0] ?? '';
+  const exampleOrgId = exampleOrg.exec(JSON.stringify(provisionEvent))?.[0] ?? '';
+
+  it('walks a sandbox through api create, provision, api exec and terminate', async () => {
+    const { plane, adapters } = await testPlane();
+    const org = await plane.tenancy.createOrg({ name: 'events' });
+    const { key } = await plane.tenancy.createKey(org.id, { name: 'events', role: 'member' });
+    const api = createApiHandler(plane);
+
+    const created = await api(withIds(createEvent, { [exampleKey]: key }));
+    expect(created.statusCode, created.body).toBe(202);
+    const sandbox = sandboxSchema.parse(JSON.parse(created.body));
+    expect(sandbox).toMatchObject({
+      status: 'queued',
+      labels: { team: 'platform' },
+      resources: { cpu: 2, memoryMiB: 2048, diskGiB: 10 },
+      envKeys: ['CI'],
+    });
+    const ids = { [exampleSandboxId]: sandbox.id, [exampleOrgId]: org.id, [exampleKey]: key };
+
+    const provisioned = await createProvisionHandler(plane)(withIds(provisionEvent, ids));
+    expect(provisioned).toEqual({ batchItemFailures: [] });
+    expect((await plane.store.getSandbox(sandbox.id))?.status).toBe('running');
+
+    const exec = await api(withIds(execEvent, ids));
+    expect(exec.statusCode, exec.body).toBe(200);
+    expect(JSON.parse(exec.body)).toMatchObject({ exitCode: 0, stdout: 'echo hi\n' });
+
+    await plane.sandboxes.delete(
+      { kind: 'org', orgId: org.id, keyId: 'key_x', role: 'member', projectId: null },
+      sandbox.id,
+    );
+    const terminated = await createTerminateHandler(plane)(withIds(terminateEvent, ids));
+    expect(terminated).toEqual({ batchItemFailures: [] });
+    expect((await plane.store.getSandbox(sandbox.id))?.status).toBe('terminated');
+    expect(adapters.first.instanceCount() + adapters.second.instanceCount()).toBe(0);
+  });
+
+  it('reports a malformed record as a batch item failure without failing the others', async () => {
+    const { plane } = await testPlane();
+    const broken = structuredClone(provisionEvent);
+    const good = provisionEvent.Records[0];
+    if (good === undefined) throw new Error('the provision event has no record');
+    broken.Records = [{ ...good, messageId: 'bad', body: '{"sandboxId": 42}' }, good];
+    const response = await createProvisionHandler(plane)(broken);
+    // The good record names a sandbox this store does not know: acknowledged, not retried.
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: 'bad' }] });
+  });
+});
