@@ -5,7 +5,9 @@ import { controlPlaneFromEnv, once } from './wiring.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
 export function createProvisionHandler(plane: ControlPlane) {
-  return createWorkQueueHandler('provision', plane, (message) => provisionSandbox(plane, message));
+  return createWorkQueueHandler('provision', plane, (message, receiveCount) =>
+    provisionSandbox(plane, message, receiveCount),
+  );
 }
 
 const provisionHandler = once(async () => createProvisionHandler(await controlPlaneFromEnv()));

@@ -18,6 +18,8 @@ export interface ControlPlaneDeps {
   log: Log;
   adminKey: string;
   now?: () => Date;
+  /** Check response bodies against the route schemas (tests and the local runtime). */
+  validateResponses?: boolean;
 }
 
 export interface ControlPlane extends ControlPlaneDeps {
@@ -33,6 +35,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const handleHttp = createRouter(apiRoutes({ tenancy, sandboxes }), {
     authenticator: createAuthenticator(deps.store, deps.adminKey),
     log: deps.log,
+    validateResponses: deps.validateResponses ?? false,
   });
   return { ...deps, tenancy, sandboxes, handleHttp };
 }

@@ -3,22 +3,46 @@ import type { SandboxView } from './schemas/sandboxes.ts';
 import type { SandboxPatch, Store } from './store/port.ts';
 import type { SandboxRecord } from './store/records.ts';
 
+export interface TransitionOptions {
+  now: Date;
+  /** Who made the change: a key id, `admin`, or `system`. */
+  actor: string;
+  /** maxConcurrency of the pool the sandbox takes a slot on (activation). */
+  poolLimit?: number;
+}
+
 /**
- * Moves a sandbox to a new status: the transition is checked against the state machine, and the write
- * is conditional on the status and version the caller read.
+ * Moves a sandbox to a new status: the move is checked against the state machine, and the write is
+ * conditional on the status and version the caller read. Usage follows the status change and the
+ * org's audit chain records it, both in the same atomic write.
  */
 export async function transitionSandbox(
   store: Store,
   current: SandboxRecord,
   to: SandboxStatus,
   patch: SandboxPatch,
-  now: Date,
+  options: TransitionOptions,
 ): Promise<SandboxRecord> {
   assertTransition(current.status, to);
+  const pool = patch.pool !== undefined ? patch.pool : current.pool;
   return store.updateSandbox(
-    current.id,
-    { version: current.version, status: current.status },
-    { ...patch, status: to, updatedAt: now.toISOString() },
+    current,
+    { ...patch, status: to, updatedAt: options.now.toISOString() },
+    {
+      audit: {
+        actor: options.actor,
+        action: `sandbox.${to}`,
+        target: current.id,
+        details: {
+          from: current.status,
+          to,
+          pool,
+          ...(patch.statusMessage !== undefined &&
+            patch.statusMessage !== null && { reason: patch.statusMessage }),
+        },
+      },
+      ...(options.poolLimit !== undefined && { poolLimit: options.poolLimit }),
+    },
   );
 }
 

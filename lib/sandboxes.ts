@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { isKnownFeature } from './adapter/contract.ts';
+import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
 import type { Config } from './config.ts';
 import { errors } from './errors.ts';
@@ -6,8 +8,8 @@ import { newId } from './ids.ts';
 import { describeError, type Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { WorkQueue } from './queue/port.ts';
+import { neverFits } from './quota.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
-import { isTerminal } from './sandbox-state.ts';
 import {
   type CreateSandboxRequest,
   defaultResources,
@@ -31,6 +33,9 @@ export interface SandboxServiceDeps {
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
+/** How long an Idempotency-Key is remembered. */
+export const idempotencyWindowSeconds = 24 * 3600;
+
 /** Tenant-facing sandbox operations. Every read is scoped: another org's sandbox is not_found. */
 export class SandboxService {
   readonly #deps: SandboxServiceDeps;
@@ -41,7 +46,16 @@ export class SandboxService {
     this.#now = deps.now ?? (() => new Date());
   }
 
-  async create(principal: OrgPrincipal, request: CreateSandboxRequest): Promise<SandboxView> {
+  /**
+   * Admission: validates the request, refuses what can never fit the org's quota, writes the record
+   * (queued) and then sends the provision message. With an Idempotency-Key, a repeat with the same body
+   * returns the first sandbox and a repeat with another body is a conflict.
+   */
+  async create(
+    principal: OrgPrincipal,
+    request: CreateSandboxRequest,
+    idempotencyKey?: string,
+  ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
     const projectId = this.#projectFor(principal, request.projectId);
     this.#validateCapabilities(request.capabilities ?? []);
     for (const name of request.placement?.allowedPools ?? []) {
@@ -52,7 +66,14 @@ export class SandboxService {
         });
       }
     }
-    const now = this.#now().toISOString();
+    const resources = resourcesSchema.parse(request.resources ?? defaultResources);
+    const org = await this.#deps.store.getOrg(principal.orgId);
+    if (org === undefined) throw errors.notFound('org', principal.orgId);
+    const never = neverFits(resources, org.quota);
+    if (never !== undefined)
+      throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
+    const nowDate = this.#now();
+    const now = nowDate.toISOString();
     const record: SandboxRecord = {
       id: newId('sandbox'),
       orgId: principal.orgId,
@@ -63,7 +84,7 @@ export class SandboxService {
       pool: null,
       backendRef: null,
       template: request.template ?? null,
-      resources: resourcesSchema.parse(request.resources ?? defaultResources),
+      resources,
       labels: request.labels ?? {},
       capabilities: request.capabilities ?? [],
       env: request.env ?? {},
@@ -78,10 +99,27 @@ export class SandboxService {
       updatedAt: now,
       expiresAt: null,
     };
+    const idempotency =
+      idempotencyKey === undefined
+        ? undefined
+        : {
+            key: idempotencyKey,
+            requestHash: createHash('sha256').update(canonicalJson(request)).digest('hex'),
+            expiresAt: new Date(nowDate.getTime() + idempotencyWindowSeconds * 1000).toISOString(),
+          };
     // Record first, message second: if the send fails the sandbox stays queued and the sweep requeues it.
-    await this.#deps.store.createSandbox(record);
-    await this.#enqueue('provision', record);
-    return sandboxView(record);
+    const result = await this.#deps.store.createSandbox(
+      record,
+      {
+        actor: principal.keyId,
+        action: 'sandbox.created',
+        target: record.id,
+        details: { projectId, resources, template: record.template },
+      },
+      idempotency,
+    );
+    if (!result.replayed) await this.#enqueue('provision', result.sandbox);
+    return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };
   }
 
   async get(principal: OrgPrincipal, id: string): Promise<SandboxView> {
@@ -103,7 +141,7 @@ export class SandboxService {
       record,
       'terminating',
       { statusMessage: 'termination requested' },
-      this.#now(),
+      { now: this.#now(), actor: principal.keyId },
     );
     await this.#enqueue('terminate', updated);
     return sandboxView(updated);
@@ -134,12 +172,8 @@ export class SandboxService {
 
   /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */
   async load(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
-    const record = await this.#deps.store.getSandbox(id);
-    if (
-      record === undefined ||
-      record.orgId !== principal.orgId ||
-      (principal.projectId !== null && record.projectId !== principal.projectId)
-    ) {
+    const record = await this.#deps.store.getSandbox(principal.orgId, id);
+    if (record === undefined || (principal.projectId !== null && record.projectId !== principal.projectId)) {
       throw errors.notFound('sandbox', id);
     }
     return record;
@@ -182,8 +216,4 @@ export class SandboxService {
       });
     }
   }
-}
-
-export function isLive(record: SandboxRecord): boolean {
-  return !isTerminal(record.status);
 }

@@ -32,14 +32,19 @@ export class Tenancy {
     this.#now = now;
   }
 
-  async createOrg(input: z.infer<typeof createOrgSchema>): Promise<OrgView> {
+  async createOrg(input: z.infer<typeof createOrgSchema>, actor = 'admin'): Promise<OrgView> {
     const org: OrgRecord = {
       id: newId('org'),
       name: input.name,
       quota: quotaSchema.parse(input.quota ?? {}),
       createdAt: this.#now().toISOString(),
     };
-    await this.#store.createOrg(org);
+    await this.#store.createOrg(org, {
+      actor,
+      action: 'org.created',
+      target: org.id,
+      details: { name: org.name, quota: org.quota },
+    });
     return orgView(org);
   }
 
@@ -55,7 +60,11 @@ export class Tenancy {
   }
 
   /** The only place a key's secret exists in clear: returned once, stored as a hash. */
-  async createKey(orgId: string, input: z.infer<typeof createKeySchema>): Promise<KeyView & { key: string }> {
+  async createKey(
+    orgId: string,
+    input: z.infer<typeof createKeySchema>,
+    actor = 'admin',
+  ): Promise<KeyView & { key: string }> {
     await this.getOrg(orgId);
     const id = newId('key');
     const { key, secretHash } = mintKeySecret(id);
@@ -69,7 +78,12 @@ export class Tenancy {
       createdAt: this.#now().toISOString(),
       revokedAt: null,
     };
-    await this.#store.createKey(record);
+    await this.#store.createKey(record, {
+      actor,
+      action: 'key.created',
+      target: id,
+      details: { name: record.name, role: record.role, projectId: record.projectId },
+    });
     return { ...keyView(record), key };
   }
 
@@ -79,7 +93,14 @@ export class Tenancy {
     return { items: result.items.map(keyView), nextCursor: result.nextCursor };
   }
 
-  async revokeKey(id: string): Promise<KeyView> {
-    return keyView(await this.#store.revokeKey(id, this.#now().toISOString()));
+  async revokeKey(id: string, actor = 'admin'): Promise<KeyView> {
+    return keyView(
+      await this.#store.revokeKey(id, this.#now().toISOString(), {
+        actor,
+        action: 'key.revoked',
+        target: id,
+        details: {},
+      }),
+    );
   }
 }

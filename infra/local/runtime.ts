@@ -81,6 +81,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     pools,
     log,
     adminKey,
+    validateResponses: true,
   });
   const pollers = [
     new SqsPoller({

@@ -26,6 +26,11 @@ function compile(definition: RouteDefinition): CompiledRoute {
 export interface RouterDeps {
   authenticator: Authenticator;
   log: Log;
+  /**
+   * Check every response body against the schema its route declares for that status. On in tests and
+   * the local runtime, so the documented contract cannot drift from what handlers return.
+   */
+  validateResponses?: boolean;
 }
 
 /**
@@ -93,8 +98,23 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     const body =
       definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
     const result = await definition.handle({ request, principal, params, query, body });
+    if (deps.validateResponses === true) checkResponse(definition, result.status, result.body);
     if (result.body === undefined) return { status: result.status, headers: { ...result.headers }, body: '' };
     return json(result.status, result.body, result.headers);
+  }
+}
+
+function checkResponse(definition: RouteDefinition, status: number, body: unknown): void {
+  if (!(status in definition.responses)) {
+    throw new Error(`${definition.method} ${definition.path} answered ${status}, which it does not declare`);
+  }
+  const schema = definition.responses[status];
+  if (schema === null || schema === undefined) return;
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    throw new Error(
+      `${definition.method} ${definition.path} answered a ${status} body that breaks its schema: ${formatIssues(result.error.issues)}`,
+    );
   }
 }
 

@@ -47,6 +47,16 @@ function parseLabelFilter(filter: string | undefined): Record<string, string> | 
   return labels;
 }
 
+function idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
+    throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters', {
+      header: 'Idempotency-Key',
+    });
+  }
+  return header;
+}
+
 export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
   const { tenancy, sandboxes } = deps;
   return [
@@ -129,10 +139,12 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       body: createSandboxSchema,
       responses: { 202: sandboxSchema, 400: errorSchema },
-      handle: async ({ principal, body }) => ({
-        status: 202,
-        body: await sandboxes.create(requireOrg(principal), body),
-      }),
+      handle: async ({ principal, body, request }) => {
+        const key = idempotencyKeyOf(request.headers['idempotency-key']);
+        const { sandbox, replayed } = await sandboxes.create(requireOrg(principal), body, key);
+        const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
+        return { status: 202, body: sandbox, headers };
+      },
     }),
     route({
       method: 'GET',

@@ -10,3 +10,8 @@ export const capacityRetrySeconds = 2;
 export function terminateBackoffSeconds(receiveCount: number): number {
   return Math.min(5 * 2 ** Math.min(Math.max(receiveCount - 1, 0), 6), 300);
 }
+
+/** A sandbox waiting for its org's quota looks again after a delay that grows with each wait, capped. */
+export function quotaWaitSeconds(receiveCount: number): number {
+  return Math.min(2 * Math.max(receiveCount, 1), 30);
+}

@@ -1,12 +1,12 @@
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
-import type { PoolRegistry } from '../pools.ts';
+import type { Pool, PoolRegistry } from '../pools.ts';
 import type { WorkMessage } from '../queue/port.ts';
 import { transitionSandbox } from '../sandbox-records.ts';
-import type { Store } from '../store/port.ts';
+import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { capacityRetrySeconds, provisionBackoffSeconds } from './backoff.ts';
+import { capacityRetrySeconds, provisionBackoffSeconds, quotaWaitSeconds } from './backoff.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 import { rankPools } from './placement.ts';
 
@@ -20,16 +20,21 @@ export interface ProvisionDeps {
 
 /** How long a pool stays unhealthy after a provider_unavailable, until pool-refresh probes it again. */
 const unhealthyForMs = 30_000;
+const system = 'system';
 
 /**
  * Handles one provision message. The record is the truth: a message for a sandbox that is no longer
  * queued or provisioning is a duplicate or stale delivery and is acknowledged. A record left in
- * provisioning by a crashed worker is picked up again here, and Create's idempotency on the sandbox id
- * keeps it to one instance.
+ * provisioning by a crashed worker is picked up again here, on the same pool first, and Create's
+ * idempotency on the sandbox id keeps it to one instance.
  */
-export async function provisionSandbox(deps: ProvisionDeps, message: WorkMessage): Promise<WorkOutcome> {
+export async function provisionSandbox(
+  deps: ProvisionDeps,
+  message: WorkMessage,
+  receiveCount = 1,
+): Promise<WorkOutcome> {
   try {
-    return await provisionOnce(deps, message);
+    return await provisionOnce(deps, message, receiveCount);
   } catch (error) {
     // Another writer changed the record between our read and write: look again shortly.
     if (isApiError(error) && error.code === 'conflict') return retryAfter(1);
@@ -37,23 +42,32 @@ export async function provisionSandbox(deps: ProvisionDeps, message: WorkMessage
   }
 }
 
-async function provisionOnce(deps: ProvisionDeps, message: WorkMessage): Promise<WorkOutcome> {
-  const now = deps.now ?? (() => new Date());
-  const log = deps.log;
-  const record = await deps.store.getSandbox(message.sandboxId);
-  if (record === undefined || record.orgId !== message.orgId) {
-    log.warn('provision message for an unknown sandbox; acknowledged', { ...message });
+async function provisionOnce(
+  deps: ProvisionDeps,
+  message: WorkMessage,
+  receiveCount: number,
+): Promise<WorkOutcome> {
+  const now = () => deps.now?.() ?? new Date();
+  const record = await deps.store.getSandbox(message.orgId, message.sandboxId);
+  if (record === undefined) {
+    deps.log.warn('provision message for an unknown sandbox; acknowledged', { ...message });
     return done;
   }
   if (record.status !== 'queued' && record.status !== 'provisioning') {
-    log.info('provision message for a sandbox past provisioning; acknowledged', {
+    deps.log.info('provision message for a sandbox past provisioning; acknowledged', {
       ...message,
       status: record.status,
     });
     return done;
   }
   if (queueDeadlinePassed(record, now())) {
-    await fail(deps, record, `queue timeout: not placed within ${record.queueTimeoutSeconds} s`);
+    await transitionSandbox(
+      deps.store,
+      record,
+      'failed',
+      { statusMessage: `queue timeout: not placed within ${record.queueTimeoutSeconds} s` },
+      { now: now(), actor: system },
+    );
     return done;
   }
 
@@ -65,86 +79,158 @@ async function provisionOnce(deps: ProvisionDeps, message: WorkMessage): Promise
           (a, b) => Number(b.config.name === record.pool) - Number(a.config.name === record.pool),
         )
       : ranked.candidates;
+  const rejected = [...ranked.rejected];
   if (candidates.length === 0) {
-    const reason = ranked.rejected.map((r) => `${r.pool}: ${r.reason}`).join('; ') || 'no pool is permitted';
-    if (
-      ranked.rejected.every((r) => r.reason.startsWith('missing capabilities')) &&
-      ranked.rejected.length > 0
-    ) {
-      await fail(deps, record, `no permitted pool offers the requested capabilities (${reason})`);
+    if (rejected.length > 0 && rejected.every((r) => r.reason.startsWith('missing capabilities'))) {
+      await transitionSandbox(
+        deps.store,
+        record,
+        'failed',
+        { statusMessage: `no permitted pool offers the requested capabilities (${describe(rejected)})` },
+        { now: now(), actor: system },
+      );
       return done;
     }
-    await requeue(deps, record, `waiting for a pool: ${reason}`, record.attempts);
+    await wait(deps, record, `waiting for a pool: ${describe(rejected) || 'no pool is permitted'}`);
     return retryAfter(capacityRetrySeconds);
   }
 
   let current = record;
-  const rejected = [...ranked.rejected];
   for (const pool of candidates) {
-    const poolName = pool.config.name;
-    const adapter = deps.pools.adapterOf(poolName);
-    current = await transitionOrReload(deps, current, {
-      pool: poolName,
-      placement: { pool: poolName, rejected, decidedAt: now().toISOString() },
-      statusMessage: `provisioning on ${poolName}`,
-    });
-    const context = {
-      sandboxId: record.id,
-      orgId: record.orgId,
-      pool: poolName,
-      attempt: current.attempts + 1,
+    const activation = await activate(deps, current, pool, rejected, now());
+    if (activation.kind === 'quota') {
+      await wait(deps, activation.record, `waiting for quota: ${activation.reason}`);
+      return retryAfter(quotaWaitSeconds(receiveCount));
+    }
+    if (activation.kind === 'pool-full') {
+      rejected.push({ pool: pool.config.name, reason: activation.reason });
+      current = activation.record;
+      continue;
+    }
+    current = activation.record;
+    const outcome = await createOn(deps, current, pool, now);
+    if (outcome.kind === 'next-pool') {
+      rejected.push({ pool: pool.config.name, reason: outcome.reason });
+      current = outcome.record;
+      continue;
+    }
+    return outcome.result;
+  }
+  await wait(deps, current, `waiting for capacity: ${describe(rejected)}`);
+  return retryAfter(capacityRetrySeconds);
+}
+
+type Activation =
+  | { kind: 'active'; record: SandboxRecord }
+  | { kind: 'quota' | 'pool-full'; record: SandboxRecord; reason: string };
+
+/**
+ * Puts the sandbox in provisioning on `pool`: its quota and the pool's concurrency slot are reserved in
+ * the same write (or moved from the pool it was provisioning on before).
+ */
+async function activate(
+  deps: ProvisionDeps,
+  record: SandboxRecord,
+  pool: Pool,
+  rejected: { pool: string; reason: string }[],
+  now: Date,
+): Promise<Activation> {
+  const name = pool.config.name;
+  const patch: SandboxPatch = {
+    pool: name,
+    placement: { pool: name, rejected: [...rejected], decidedAt: now.toISOString() },
+    statusMessage: `provisioning on ${name}`,
+  };
+  const options = { now, actor: system, poolLimit: pool.config.maxConcurrency };
+  try {
+    if (record.status === 'provisioning' && record.pool === name) return { kind: 'active', record };
+    // provisioning on another pool: release that pool's slot first, then take this one's.
+    const from =
+      record.status === 'provisioning' ? await requeue(deps, record, record.statusMessage ?? '') : record;
+    return {
+      kind: 'active',
+      record: await transitionSandbox(deps.store, from, 'provisioning', patch, options),
     };
-    try {
-      const installation = await deps.store.installation();
-      const instance = await adapter.create(
-        {
-          id: record.id,
-          installation,
-          ...(record.template !== null && { template: record.template }),
-          resources: record.resources,
-          env: record.env,
-          labels: {
-            ...record.labels,
-            'differently.dev/sandbox-id': record.id,
-            'differently.dev/installation': installation,
-            'differently.dev/org': record.orgId,
-            ...(record.projectId !== null && { 'differently.dev/project': record.projectId }),
-          },
-          ttlSeconds: record.ttlSeconds,
-          ...(record.fromSnapshot !== null && { fromSnapshot: record.fromSnapshot }),
+  } catch (error) {
+    if (!isApiError(error)) throw error;
+    const latest = (await deps.store.getSandbox(record.orgId, record.id)) ?? record;
+    if (error.code === 'quota_exceeded') return { kind: 'quota', record: latest, reason: error.message };
+    if (error.code === 'insufficient_capacity')
+      return { kind: 'pool-full', record: latest, reason: error.message };
+    throw error;
+  }
+}
+
+type CreateOutcome =
+  | { kind: 'result'; result: WorkOutcome }
+  | { kind: 'next-pool'; record: SandboxRecord; reason: string };
+
+async function createOn(
+  deps: ProvisionDeps,
+  record: SandboxRecord,
+  pool: Pool,
+  now: () => Date,
+): Promise<CreateOutcome> {
+  const name = pool.config.name;
+  const adapter = deps.pools.adapterOf(name);
+  const context = { sandboxId: record.id, orgId: record.orgId, pool: name, attempt: record.attempts + 1 };
+  try {
+    const installation = await deps.store.installation();
+    const instance = await adapter.create(
+      {
+        id: record.id,
+        installation,
+        ...(record.template !== null && { template: record.template }),
+        resources: record.resources,
+        env: record.env,
+        labels: {
+          ...record.labels,
+          'differently.dev/sandbox-id': record.id,
+          'differently.dev/installation': installation,
+          'differently.dev/org': record.orgId,
+          ...(record.projectId !== null && { 'differently.dev/project': record.projectId }),
         },
-        { signal: AbortSignal.timeout(deps.config.scheduler.provisionTimeoutSeconds * 1000) },
-      );
-      await markRunning(deps, current, instance.ref, poolName);
-      log.info('sandbox running', { ...context, backendRef: instance.ref });
-      return done;
-    } catch (error) {
-      const code = isApiError(error) ? error.code : 'internal';
-      const reason = error instanceof Error ? error.message : String(error);
-      log.warn('adapter create failed', { ...context, code, error: describeError(error) });
-      switch (code) {
-        case 'insufficient_capacity':
-          rejected.push({ pool: poolName, reason: `insufficient capacity: ${reason}` });
-          continue;
-        case 'invalid_request':
-          await fail(deps, current, `the backend refused the request: ${reason}`);
-          return done;
-        case 'sandbox_failed':
-          return countAttempt(deps, current, `sandbox failed on ${poolName}: ${reason}`);
-        default:
-          // provider_unavailable and anything unexpected: the pool is down until it is probed again.
-          deps.pools.markUnhealthy(poolName, unhealthyForMs);
-          return countAttempt(deps, current, `pool ${poolName} unavailable: ${reason}`);
+        ttlSeconds: record.ttlSeconds,
+        ...(record.fromSnapshot !== null && { fromSnapshot: record.fromSnapshot }),
+      },
+      { signal: AbortSignal.timeout(deps.config.scheduler.provisionTimeoutSeconds * 1000) },
+    );
+    await markRunning(deps, record, instance.ref, now());
+    deps.log.info('sandbox running', { ...context, backendRef: instance.ref });
+    return { kind: 'result', result: done };
+  } catch (error) {
+    const code = isApiError(error) ? error.code : 'internal';
+    const reason = error instanceof Error ? error.message : String(error);
+    deps.log.warn('adapter create failed', { ...context, code, error: describeError(error) });
+    switch (code) {
+      case 'insufficient_capacity': {
+        // Give the slot back before trying the next pool; the attempt is not counted.
+        const released = await requeue(deps, record, `insufficient capacity on ${name}: ${reason}`);
+        return { kind: 'next-pool', record: released, reason: `insufficient capacity: ${reason}` };
       }
+      case 'invalid_request':
+        await transitionSandbox(
+          deps.store,
+          record,
+          'failed',
+          { statusMessage: `the backend refused the request: ${reason}` },
+          { now: now(), actor: system },
+        );
+        return { kind: 'result', result: done };
+      case 'sandbox_failed':
+        return {
+          kind: 'result',
+          result: await countAttempt(deps, record, `sandbox failed on ${name}: ${reason}`),
+        };
+      default:
+        // provider_unavailable and anything unexpected: the pool is down until it is probed again.
+        deps.pools.markUnhealthy(name, unhealthyForMs);
+        return {
+          kind: 'result',
+          result: await countAttempt(deps, record, `pool ${name} unavailable: ${reason}`),
+        };
     }
   }
-  await requeue(
-    deps,
-    current,
-    `waiting for capacity: ${rejected.map((r) => `${r.pool}: ${r.reason}`).join('; ')}`,
-    current.attempts,
-  );
-  return retryAfter(capacityRetrySeconds);
 }
 
 function queueDeadlinePassed(record: SandboxRecord, now: Date): boolean {
@@ -152,28 +238,7 @@ function queueDeadlinePassed(record: SandboxRecord, now: Date): boolean {
   return now.getTime() - Date.parse(record.createdAt) > record.queueTimeoutSeconds * 1000;
 }
 
-/** queued -> provisioning (or provisioning -> provisioning on a new pool), conditional on the version. */
-async function transitionOrReload(
-  deps: ProvisionDeps,
-  record: SandboxRecord,
-  patch: Partial<SandboxRecord>,
-): Promise<SandboxRecord> {
-  const now = deps.now?.() ?? new Date();
-  if (record.status === 'provisioning') {
-    return deps.store.updateSandbox(
-      record.id,
-      { version: record.version, status: record.status },
-      {
-        ...patch,
-        updatedAt: now.toISOString(),
-      },
-    );
-  }
-  return transitionSandbox(deps.store, record, 'provisioning', patch, now);
-}
-
-async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRef: string, pool: string) {
-  const now = deps.now?.() ?? new Date();
+async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRef: string, now: Date) {
   try {
     await transitionSandbox(
       deps.store,
@@ -181,22 +246,17 @@ async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRe
       'running',
       {
         backendRef,
-        pool,
         statusMessage: null,
         expiresAt: new Date(now.getTime() + record.ttlSeconds * 1000).toISOString(),
       },
-      now,
+      { now, actor: system },
     );
   } catch (error) {
     if (!isApiError(error) || error.code !== 'conflict') throw error;
     // The sandbox changed while Create ran (most often: deleted). Hand the instance to termination.
-    const latest = await deps.store.getSandbox(record.id);
+    const latest = await deps.store.getSandbox(record.orgId, record.id);
     if (latest?.status === 'terminating' && latest.backendRef === null) {
-      await deps.store.updateSandbox(
-        latest.id,
-        { version: latest.version, status: latest.status },
-        { backendRef, pool },
-      );
+      await deps.store.updateSandbox(latest, { backendRef, pool: record.pool });
       return;
     }
     throw error;
@@ -209,43 +269,50 @@ async function countAttempt(
   reason: string,
 ): Promise<WorkOutcome> {
   const attempts = record.attempts + 1;
-  if (attempts >= deps.config.scheduler.maxAttempts) {
-    await fail(deps, record, `${reason} (gave up after ${attempts} attempts)`, attempts);
+  const { maxAttempts } = deps.config.scheduler;
+  if (attempts >= maxAttempts) {
+    await transitionSandbox(
+      deps.store,
+      record,
+      'failed',
+      { statusMessage: `${reason} (gave up after ${attempts} attempts)`, attempts },
+      { now: deps.now?.() ?? new Date(), actor: system },
+    );
     return done;
   }
-  await requeue(
-    deps,
-    record,
-    `${reason}; retrying (attempt ${attempts} of ${deps.config.scheduler.maxAttempts})`,
-    attempts,
-  );
+  await requeue(deps, record, `${reason}; retrying (attempt ${attempts} of ${maxAttempts})`, attempts);
   return retryAfter(provisionBackoffSeconds(attempts));
 }
 
+/** Back to queued: the reservation returns to the org and the pool in the same write. */
 async function requeue(
   deps: ProvisionDeps,
   record: SandboxRecord,
   reason: string,
-  attempts: number,
-): Promise<void> {
-  const now = deps.now?.() ?? new Date();
-  if (record.status === 'queued') {
-    await deps.store.updateSandbox(
-      record.id,
-      { version: record.version, status: 'queued' },
-      {
-        statusMessage: reason,
-        attempts,
-        updatedAt: now.toISOString(),
-      },
-    );
-    return;
-  }
-  await transitionSandbox(deps.store, record, 'queued', { statusMessage: reason, attempts }, now);
+  attempts = record.attempts,
+): Promise<SandboxRecord> {
+  return transitionSandbox(
+    deps.store,
+    record,
+    'queued',
+    { statusMessage: reason, attempts },
+    { now: deps.now?.() ?? new Date(), actor: system },
+  );
 }
 
-async function fail(deps: ProvisionDeps, record: SandboxRecord, reason: string, attempts = record.attempts) {
-  const now = deps.now?.() ?? new Date();
-  await transitionSandbox(deps.store, record, 'failed', { statusMessage: reason, attempts }, now);
-  deps.log.warn('sandbox failed', { sandboxId: record.id, orgId: record.orgId, reason });
+/** Records why a queued sandbox waits; a provisioning one goes back to queued. */
+async function wait(deps: ProvisionDeps, record: SandboxRecord, reason: string): Promise<void> {
+  if (record.status === 'provisioning') {
+    await requeue(deps, record, reason);
+    return;
+  }
+  if (record.statusMessage === reason) return;
+  await deps.store.updateSandbox(record, {
+    statusMessage: reason,
+    updatedAt: (deps.now?.() ?? new Date()).toISOString(),
+  });
+}
+
+function describe(rejected: { pool: string; reason: string }[]): string {
+  return rejected.map((r) => `${r.pool}: ${r.reason}`).join('; ');
 }

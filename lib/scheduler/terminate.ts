@@ -27,8 +27,8 @@ export async function terminateSandbox(
   receiveCount: number,
 ): Promise<WorkOutcome> {
   const now = deps.now ?? (() => new Date());
-  const record = await deps.store.getSandbox(message.sandboxId);
-  if (record === undefined || record.orgId !== message.orgId || record.status !== 'terminating') return done;
+  const record = await deps.store.getSandbox(message.orgId, message.sandboxId);
+  if (record === undefined || record.status !== 'terminating') return done;
   let note = 'terminated';
   if (record.backendRef !== null && record.pool !== null) {
     const pool = deps.pools.get(record.pool);
@@ -57,7 +57,13 @@ export async function terminateSandbox(
       }
     }
   }
-  await transitionSandbox(deps.store, record, 'terminated', { statusMessage: note }, now());
+  await transitionSandbox(
+    deps.store,
+    record,
+    'terminated',
+    { statusMessage: note },
+    { now: now(), actor: 'system' },
+  );
   deps.log.info('sandbox terminated', { sandboxId: record.id, orgId: record.orgId, pool: record.pool });
   return done;
 }

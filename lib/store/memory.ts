@@ -1,32 +1,57 @@
+import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quota.ts';
+import type { SandboxStatus } from '../sandbox-state.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import type {
-  Page,
-  PageRequest,
-  SandboxFilter,
-  SandboxPatch,
-  SandboxUpdateCondition,
-  Store,
+import {
+  type CreateSandboxResult,
+  type IdempotencyClaim,
+  indexedStatuses,
+  type Page,
+  type PageRequest,
+  type SandboxFilter,
+  type SandboxPatch,
+  type Store,
+  type UpdateSandboxOptions,
 } from './port.ts';
 import type { KeyRecord, OrgRecord, SandboxRecord } from './records.ts';
 
+interface IdempotencyRecord {
+  requestHash: string;
+  sandboxId: string;
+  expiresAt: string;
+}
+
 /**
- * The in-memory store for dev mode and unit tests. Records are copied in and out so callers can never
- * mutate stored state by accident, which keeps its behaviour the same as a remote store's.
+ * The in-memory store for dev mode and tests. Each method checks every condition before it writes
+ * anything, with no await in between, so each call is atomic just as a DynamoDB transaction is.
+ * Records are copied in and out so callers can never mutate stored state.
  */
 export class MemoryStore implements Store {
   readonly #installation = newId('installation');
   readonly #orgs = new Map<string, OrgRecord>();
   readonly #keys = new Map<string, KeyRecord>();
   readonly #sandboxes = new Map<string, SandboxRecord>();
+  readonly #usage = new Map<string, Usage>();
+  readonly #poolUsage = new Map<string, number>();
+  readonly #audit = new Map<string, AuditEvent[]>();
+  readonly #idempotency = new Map<string, IdempotencyRecord>();
+  readonly #now: () => Date;
+
+  constructor(options: { now?: () => Date } = {}) {
+    this.#now = options.now ?? (() => new Date());
+  }
 
   async installation(): Promise<string> {
     return this.#installation;
   }
 
-  async createOrg(org: OrgRecord): Promise<void> {
-    insertNew(this.#orgs, org.id, org, 'org');
+  async createOrg(org: OrgRecord, audit: AuditInput): Promise<void> {
+    if (this.#orgs.has(org.id)) throw errors.conflict(`org ${org.id} already exists`);
+    this.#orgs.set(org.id, structuredClone(org));
+    this.#usage.set(org.id, { ...zeroUsage });
+    this.#append(org.id, audit);
   }
 
   async getOrg(id: string): Promise<OrgRecord | undefined> {
@@ -37,8 +62,11 @@ export class MemoryStore implements Store {
     return paginate([...this.#orgs.values()], page);
   }
 
-  async createKey(key: KeyRecord): Promise<void> {
-    insertNew(this.#keys, key.id, key, 'key');
+  async createKey(key: KeyRecord, audit: AuditInput): Promise<void> {
+    if (!this.#orgs.has(key.orgId)) throw errors.notFound('org', key.orgId);
+    if (this.#keys.has(key.id)) throw errors.conflict(`key ${key.id} already exists`);
+    this.#keys.set(key.id, structuredClone(key));
+    this.#append(key.orgId, audit);
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
@@ -52,20 +80,54 @@ export class MemoryStore implements Store {
     );
   }
 
-  async revokeKey(id: string, at: string): Promise<KeyRecord> {
+  async revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord> {
     const key = this.#keys.get(id);
     if (key === undefined) throw errors.notFound('key', id);
-    const revoked = { ...key, revokedAt: key.revokedAt ?? at };
+    if (key.revokedAt !== null) return structuredClone(key);
+    const revoked = { ...key, revokedAt: at };
     this.#keys.set(id, revoked);
+    this.#append(key.orgId, audit);
     return structuredClone(revoked);
   }
 
-  async createSandbox(sandbox: SandboxRecord): Promise<void> {
-    insertNew(this.#sandboxes, sandbox.id, sandbox, 'sandbox');
+  async getUsage(orgId: string): Promise<Usage> {
+    return { ...(this.#usage.get(orgId) ?? zeroUsage) };
   }
 
-  async getSandbox(id: string): Promise<SandboxRecord | undefined> {
-    return copy(this.#sandboxes.get(id));
+  async getPoolUsage(pool: string): Promise<number> {
+    return this.#poolUsage.get(pool) ?? 0;
+  }
+
+  async createSandbox(
+    sandbox: SandboxRecord,
+    audit: AuditInput,
+    idempotency?: IdempotencyClaim,
+  ): Promise<CreateSandboxResult> {
+    if (!this.#orgs.has(sandbox.orgId)) throw errors.notFound('org', sandbox.orgId);
+    if (idempotency !== undefined) {
+      const slot = `${sandbox.orgId}/${idempotency.key}`;
+      const existing = this.#idempotency.get(slot);
+      if (existing !== undefined && existing.expiresAt > this.#now().toISOString()) {
+        if (existing.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
+        const first = this.#sandboxes.get(existing.sandboxId);
+        if (first !== undefined) return { sandbox: structuredClone(first), replayed: true };
+      }
+      this.#idempotency.set(slot, {
+        requestHash: idempotency.requestHash,
+        sandboxId: sandbox.id,
+        expiresAt: idempotency.expiresAt,
+      });
+    }
+    if (this.#sandboxes.has(sandbox.id)) throw errors.conflict(`sandbox ${sandbox.id} already exists`);
+    this.#applyUsage(sandbox, sandbox, {});
+    this.#sandboxes.set(sandbox.id, structuredClone(sandbox));
+    this.#append(sandbox.orgId, audit);
+    return { sandbox: structuredClone(sandbox), replayed: false };
+  }
+
+  async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
+    const sandbox = this.#sandboxes.get(id);
+    return sandbox?.orgId === orgId ? structuredClone(sandbox) : undefined;
   }
 
   async listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>> {
@@ -79,44 +141,129 @@ export class MemoryStore implements Store {
     return paginate(matches, page);
   }
 
+  async listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>> {
+    if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
+    const matches = [...this.#sandboxes.values()].filter((sandbox) => sandbox.status === status);
+    return paginate(matches, page, (sandbox) => `${sandbox.updatedAt}#${sandbox.id}`);
+  }
+
   async updateSandbox(
-    id: string,
-    condition: SandboxUpdateCondition,
+    current: SandboxRecord,
     patch: SandboxPatch,
+    options: UpdateSandboxOptions = {},
   ): Promise<SandboxRecord> {
-    const current = this.#sandboxes.get(id);
-    if (current === undefined) throw errors.notFound('sandbox', id);
-    if (current.version !== condition.version || current.status !== condition.status) {
-      throw errors.conflict(`sandbox ${id} changed since it was read`, {
-        expected: condition,
-        actual: { version: current.version, status: current.status },
+    const stored = this.#sandboxes.get(current.id);
+    if (stored === undefined || stored.orgId !== current.orgId) throw errors.notFound('sandbox', current.id);
+    if (stored.version !== current.version || stored.status !== current.status) {
+      throw errors.conflict(`sandbox ${current.id} changed since it was read`, {
+        expected: { version: current.version, status: current.status },
+        actual: { version: stored.version, status: stored.status },
       });
     }
-    const next: SandboxRecord = { ...current, ...structuredClone(patch), version: current.version + 1 };
-    this.#sandboxes.set(id, next);
+    const next: SandboxRecord = { ...stored, ...structuredClone(patch), version: stored.version + 1 };
+    this.#applyUsage(stored, next, options);
+    this.#sandboxes.set(next.id, next);
+    if (options.audit !== undefined) this.#append(next.orgId, options.audit);
     return structuredClone(next);
   }
+
+  async appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {
+    return structuredClone(this.#append(orgId, audit));
+  }
+
+  async auditHead(orgId: string): Promise<ChainHead> {
+    const last = this.#audit.get(orgId)?.at(-1);
+    return last === undefined ? genesisHead : { seq: last.seq, hash: last.hash };
+  }
+
+  async listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
+    const events = this.#audit.get(orgId) ?? [];
+    const after = Number(decodeCursor(page.cursor) ?? '0');
+    const slice = events.filter((event) => event.seq > after).slice(0, page.limit);
+    const last = slice.at(-1);
+    const more = last !== undefined && events.some((event) => event.seq > last.seq);
+    return { items: structuredClone(slice), nextCursor: more ? encodeCursor(String(last.seq)) : null };
+  }
+
+  /** Test hook: the stored events of a chain, for tampering tests. */
+  rawAudit(orgId: string): AuditEvent[] {
+    return this.#audit.get(orgId) ?? [];
+  }
+
+  /** Checks then applies the usage change of a sandbox moving from `from` to `to`; throws before any write. */
+  #applyUsage(from: SandboxRecord, to: SandboxRecord, options: UpdateSandboxOptions): void {
+    const isNew = from === to;
+    const delta = usageDelta(isNew ? { status: 'queued', resources: to.resources, pool: null } : from, to);
+    const usage = this.#usage.get(to.orgId) ?? { ...zeroUsage };
+    const org = this.#orgs.get(to.orgId);
+    if (org !== undefined) {
+      const over = exceededQuota(usage, delta.org, org.quota);
+      if (over !== undefined) throw quotaExceeded(over);
+    }
+    for (const [pool, change] of Object.entries(delta.pools)) {
+      const limit = pool === to.pool ? (options.poolLimit ?? 0) : 0;
+      if (change > 0 && limit > 0 && (this.#poolUsage.get(pool) ?? 0) + change > limit) {
+        throw errors.insufficientCapacity(`pool ${pool} is at its concurrency limit of ${limit}`, {
+          pool,
+          limit,
+        });
+      }
+    }
+    this.#usage.set(to.orgId, {
+      cpu: round(usage.cpu + delta.org.cpu),
+      memoryMiB: usage.memoryMiB + delta.org.memoryMiB,
+      diskGiB: usage.diskGiB + delta.org.diskGiB,
+      sandboxes: usage.sandboxes + delta.org.sandboxes,
+      snapshots: usage.snapshots,
+    });
+    for (const [pool, change] of Object.entries(delta.pools)) {
+      this.#poolUsage.set(pool, (this.#poolUsage.get(pool) ?? 0) + change);
+    }
+  }
+
+  #append(orgId: string, input: AuditInput): AuditEvent {
+    const events = this.#audit.get(orgId) ?? [];
+    const last = events.at(-1);
+    const head = last === undefined ? genesisHead : { seq: last.seq, hash: last.hash };
+    const event = chainEvent(orgId, head, structuredClone(input), this.#now().toISOString());
+    events.push(event);
+    this.#audit.set(orgId, events);
+    return event;
+  }
+}
+
+export function quotaExceeded(over: { field: string; limit: number; used: number; requested: number }) {
+  return errors.quotaExceeded(
+    `the org's ${over.field} quota of ${over.limit} would be exceeded (${over.used} in use, ${over.requested} requested)`,
+    { ...over },
+  );
+}
+
+export function idempotencyMismatch(key: string) {
+  return errors.conflict(`Idempotency-Key ${key} was already used with a different request body`, {
+    idempotencyKey: key,
+  });
 }
 
 function copy<T>(value: T | undefined): T | undefined {
   return value === undefined ? undefined : structuredClone(value);
 }
 
-function insertNew<T>(map: Map<string, T>, id: string, value: T, kind: string): void {
-  if (map.has(id)) throw errors.conflict(`${kind} ${id} already exists`, { kind, id });
-  map.set(id, structuredClone(value));
-}
-
-/** Ids are ULID-prefixed, so id order is creation order. */
-function paginate<T extends { id: string }>(items: T[], page: PageRequest): Page<T> {
+/** Ids are ULID-prefixed, so id order is creation order unless another sort key is given. */
+function paginate<T extends { id: string }>(
+  items: T[],
+  page: PageRequest,
+  sortKey: (item: T) => string = (item) => item.id,
+): Page<T> {
   const after = decodeCursor(page.cursor);
   const sorted = items
-    .filter((item) => after === undefined || item.id > after)
-    .sort((a, b) => a.id.localeCompare(b.id));
+    .map((item) => ({ item, key: sortKey(item) }))
+    .filter(({ key }) => after === undefined || key > after)
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   const slice = sorted.slice(0, page.limit);
   const last = slice.at(-1);
   return {
-    items: slice.map((item) => structuredClone(item)),
-    nextCursor: sorted.length > page.limit && last !== undefined ? encodeCursor(last.id) : null,
+    items: slice.map(({ item }) => structuredClone(item)),
+    nextCursor: sorted.length > page.limit && last !== undefined ? encodeCursor(last.key) : null,
   };
 }

@@ -1,3 +1,5 @@
+import type { AuditEvent, AuditInput, ChainHead } from '../audit.ts';
+import type { Usage } from '../quota.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
 import type { KeyRecord, OrgRecord, SandboxRecord } from './records.ts';
 
@@ -20,33 +22,82 @@ export interface SandboxFilter {
 /** Fields a sandbox update may change; id, orgId and createdAt never change. */
 export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'orgId' | 'createdAt' | 'version'>>;
 
-export interface SandboxUpdateCondition {
-  /** The version the caller read; a different stored version is a conflict. */
-  version: number;
-  /** The status the caller read; a different stored status is a conflict. */
-  status: SandboxStatus;
+export interface IdempotencyClaim {
+  key: string;
+  /** SHA-256 of the canonical request body: a repeat with another body is a conflict. */
+  requestHash: string;
+  /** After this the key may be used again; records are filtered by it, never trusted to TTL. */
+  expiresAt: string;
+}
+
+export interface CreateSandboxResult {
+  sandbox: SandboxRecord;
+  /** True when an earlier request with the same Idempotency-Key already created this sandbox. */
+  replayed: boolean;
+}
+
+export interface UpdateSandboxOptions {
+  /** Recorded in the org's audit chain in the same write as the change. */
+  audit?: AuditInput;
+  /** maxConcurrency of the pool a slot is taken on; 0 or absent: no limit. */
+  poolLimit?: number;
 }
 
 /**
  * The state port. Every implementation (memory, DynamoDB) passes the same conformance suite.
- * Lost races surface as `conflict` ApiErrors, never as silent overwrites.
+ *
+ * - Every sandbox update is conditional on the status and version the caller read; a lost race is a
+ *   `conflict` error, never a silent overwrite.
+ * - Usage follows status (lib/quota.ts holdingsOf): the org usage aggregate and the pool's slot count
+ *   change in the same atomic write as the sandbox; an increase past the org quota is `quota_exceeded`,
+ *   past the pool's limit `insufficient_capacity`, and then nothing is written.
+ * - Audit events are appended to the org's hash chain in the same atomic write as the change they record.
  */
 export interface Store {
   /** The installation id, created once per store and stable afterwards. */
   installation(): Promise<string>;
 
-  createOrg(org: OrgRecord): Promise<void>;
+  createOrg(org: OrgRecord, audit: AuditInput): Promise<void>;
   getOrg(id: string): Promise<OrgRecord | undefined>;
   listOrgs(page: PageRequest): Promise<Page<OrgRecord>>;
 
-  createKey(key: KeyRecord): Promise<void>;
+  createKey(key: KeyRecord, audit: AuditInput): Promise<void>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>>;
-  revokeKey(id: string, at: string): Promise<KeyRecord>;
+  revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord>;
 
-  createSandbox(sandbox: SandboxRecord): Promise<void>;
-  getSandbox(id: string): Promise<SandboxRecord | undefined>;
+  getUsage(orgId: string): Promise<Usage>;
+  /** Active slots taken on a pool. */
+  getPoolUsage(pool: string): Promise<number>;
+
+  createSandbox(
+    sandbox: SandboxRecord,
+    audit: AuditInput,
+    idempotency?: IdempotencyClaim,
+  ): Promise<CreateSandboxResult>;
+  getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined>;
   listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>>;
-  /** Conditional on the caller's view of status and version; returns the stored result. */
-  updateSandbox(id: string, condition: SandboxUpdateCondition, patch: SandboxPatch): Promise<SandboxRecord>;
+  /** Sandboxes of every org in one status, oldest update first: the sweep's view. Terminal statuses are not indexed. */
+  listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>>;
+  /** Applies `patch` to `current` if it is still what is stored; returns the stored result. */
+  updateSandbox(
+    current: SandboxRecord,
+    patch: SandboxPatch,
+    options?: UpdateSandboxOptions,
+  ): Promise<SandboxRecord>;
+
+  appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent>;
+  auditHead(orgId: string): Promise<ChainHead>;
+  /** Events in seq order; the cursor continues after the last event returned. */
+  listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;
 }
+
+/** Statuses the status index holds; terminal ones leave it so it only grows with live work. */
+export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
+  'queued',
+  'provisioning',
+  'running',
+  'stopped',
+  'paused',
+  'terminating',
+]);

@@ -39,6 +39,7 @@ export async function testPlane(overrides: { maxAttempts?: number } = {}) {
     pools: await buildPools(config, { log: silentLog, adapters }),
     log: silentLog,
     adminKey: 'test-admin-key',
+    validateResponses: true,
   });
   const org = await plane.tenancy.createOrg({ name: 'test' });
   const principal: Extract<Principal, { kind: 'org' }> = {

@@ -49,7 +49,7 @@ describe('events/ drive the handlers they are for', async () => {
 
     const provisioned = await createProvisionHandler(plane)(withIds(provisionEvent, ids));
     expect(provisioned).toEqual({ batchItemFailures: [] });
-    expect((await plane.store.getSandbox(sandbox.id))?.status).toBe('running');
+    expect((await plane.store.getSandbox(org.id, sandbox.id))?.status).toBe('running');
 
     const exec = await api(withIds(execEvent, ids));
     expect(exec.statusCode, exec.body).toBe(200);
@@ -61,7 +61,7 @@ describe('events/ drive the handlers they are for', async () => {
     );
     const terminated = await createTerminateHandler(plane)(withIds(terminateEvent, ids));
     expect(terminated).toEqual({ batchItemFailures: [] });
-    expect((await plane.store.getSandbox(sandbox.id))?.status).toBe('terminated');
+    expect((await plane.store.getSandbox(org.id, sandbox.id))?.status).toBe('terminated');
     expect(adapters.first.instanceCount() + adapters.second.instanceCount()).toBe(0);
   });
 

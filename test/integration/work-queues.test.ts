@@ -47,7 +47,7 @@ describe('work queues on the embedded SQS server', () => {
     '%s backs off by setting the message visibility to the backoff delay',
     async (_code, error, delaySeconds, attempts) => {
       fake.inject('create', { error });
-      const created = await runtime.plane.sandboxes.create(principal, {
+      const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {
         placement: { allowedPools: ['fake'] },
       });
       const waiting = await waitFor(
@@ -69,7 +69,7 @@ describe('work queues on the embedded SQS server', () => {
 
   it('provider_unavailable backs off 4 s and marks the pool unhealthy', async () => {
     flaky.inject('create', { error: errors.providerUnavailable('connection refused') });
-    const created = await runtime.plane.sandboxes.create(principal, {
+    const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {
       placement: { allowedPools: ['flaky'] },
     });
     const waiting = await waitFor(
@@ -93,7 +93,7 @@ describe('work queues on the embedded SQS server', () => {
   }
 
   it('acknowledges duplicate deliveries: three messages, one instance', async () => {
-    const created = await runtime.plane.sandboxes.create(principal, {
+    const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {
       placement: { allowedPools: ['fake'] },
     });
     await waitFor(
@@ -120,7 +120,7 @@ describe('work queues on the embedded SQS server', () => {
     const unreachable = { ...runtime.plane.queue, send: async () => Promise.reject(new Error('SQS down')) };
     const { SandboxService } = await import('../../lib/sandboxes.ts');
     const service = new SandboxService({ ...runtime.plane, queue: unreachable });
-    const created = await service.create(principal, {});
+    const { sandbox: created } = await service.create(principal, {});
     expect(created.status).toBe('queued');
     expect((await sandbox(created.id)).status).toBe('queued');
   });
@@ -153,7 +153,7 @@ describe('dead-lettering on the embedded SQS server', () => {
       role: 'member',
       projectId: null,
     } as const;
-    const created = await runtime.plane.sandboxes.create(principal, {});
+    const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {});
     await waitFor(
       () => runtime.plane.sandboxes.get(principal, created.id),
       (s) => s.status === 'running',

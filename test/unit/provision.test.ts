@@ -6,13 +6,13 @@ import { testPlane } from '../helpers/plane.ts';
 
 async function queuedSandbox(allowedPools?: string[]) {
   const setup = await testPlane();
-  const view = await setup.plane.sandboxes.create(
+  const { sandbox: view } = await setup.plane.sandboxes.create(
     setup.principal,
     allowedPools === undefined ? {} : { placement: { allowedPools } },
   );
   const message = { sandboxId: view.id, orgId: view.orgId };
   const record = async () => {
-    const stored = await setup.plane.store.getSandbox(view.id);
+    const stored = await setup.plane.store.getSandbox(view.orgId, view.id);
     if (stored === undefined) throw new Error('record vanished');
     return stored;
   };
@@ -43,14 +43,7 @@ describe('provisionSandbox', () => {
     // The worker died after Create succeeded and before the record said running: the record is left
     // in provisioning on pool second, and the backend holds the instance.
     const queued = await record();
-    await plane.store.updateSandbox(
-      queued.id,
-      { version: queued.version, status: 'queued' },
-      {
-        status: 'provisioning',
-        pool: 'second',
-      },
-    );
+    await plane.store.updateSandbox(queued, { status: 'provisioning', pool: 'second' });
     await adapters.second.create({
       id: queued.id,
       installation: await plane.store.installation(),
