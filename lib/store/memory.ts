@@ -36,6 +36,8 @@ export class MemoryStore implements Store {
   readonly #usage = new Map<string, Usage>();
   readonly #poolUsage = new Map<string, number>();
   readonly #audit = new Map<string, AuditEvent[]>();
+  /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
+  readonly #heads = new Map<string, ChainHead>();
   readonly #idempotency = new Map<string, IdempotencyRecord>();
   readonly #now: () => Date;
 
@@ -172,8 +174,7 @@ export class MemoryStore implements Store {
   }
 
   async auditHead(orgId: string): Promise<ChainHead> {
-    const last = this.#audit.get(orgId)?.at(-1);
-    return last === undefined ? genesisHead : { seq: last.seq, hash: last.hash };
+    return { ...(this.#heads.get(orgId) ?? genesisHead) };
   }
 
   async listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
@@ -223,11 +224,11 @@ export class MemoryStore implements Store {
 
   #append(orgId: string, input: AuditInput): AuditEvent {
     const events = this.#audit.get(orgId) ?? [];
-    const last = events.at(-1);
-    const head = last === undefined ? genesisHead : { seq: last.seq, hash: last.hash };
+    const head = this.#heads.get(orgId) ?? genesisHead;
     const event = chainEvent(orgId, head, structuredClone(input), this.#now().toISOString());
     events.push(event);
     this.#audit.set(orgId, events);
+    this.#heads.set(orgId, { seq: event.seq, hash: event.hash });
     return event;
   }
 }

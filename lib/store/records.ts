@@ -1,60 +1,79 @@
-import type { Trust } from '../adapter/contract.ts';
-import type { SandboxStatus } from '../sandbox-state.ts';
-import type { PlacementDecision, Resources } from '../schemas/sandboxes.ts';
-import type { Quota } from '../schemas/tenancy.ts';
+import { z } from 'zod';
+import { sandboxStatuses } from '../sandbox-state.ts';
+import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
+import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
 
-/** Records as the store keeps them. Public views are derived from these in lib/views.ts. */
+/**
+ * Records as the store keeps them. Stores parse what they read back with these schemas (a stored item is
+ * input like any other); public views are derived from records in lib/tenancy.ts and lib/sandbox-records.ts.
+ */
 
-export interface OrgRecord {
-  id: string;
-  name: string;
-  quota: Quota;
-  createdAt: string;
-}
+export const orgRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  quota: quotaSchema,
+  createdAt: z.string(),
+});
+export type OrgRecord = z.infer<typeof orgRecordSchema>;
 
-export interface KeyRecord {
-  id: string;
-  orgId: string;
-  name: string;
-  role: 'admin' | 'member';
-  projectId: string | null;
+export const keyRecordSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  role: z.enum(keyRoles),
+  projectId: z.string().nullable(),
   /** SHA-256 of the secret, hex. The secret itself is never stored. */
-  secretHash: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
+  secretHash: z.string(),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+});
+export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
-export interface SandboxRecord {
-  id: string;
-  orgId: string;
-  projectId: string | null;
-  status: SandboxStatus;
-  statusMessage: string | null;
+export const sandboxRecordSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  projectId: z.string().nullable(),
+  status: z.enum(sandboxStatuses),
+  statusMessage: z.string().nullable(),
   /** Increases by one on every write; every update is conditional on it. */
-  version: number;
-  pool: string | null;
-  backendRef: string | null;
-  template: string | null;
-  resources: Resources;
-  labels: Record<string, string>;
-  capabilities: string[];
-  env: Record<string, string>;
-  ttlSeconds: number;
-  queueTimeoutSeconds: number | null;
-  allowedPools: string[] | null;
-  regions: string[] | null;
-  fromSnapshot: string | null;
-  /** Counted provisioning attempts (insufficient_capacity is not counted). */
-  attempts: number;
-  placement: PlacementDecision;
-  createdAt: string;
-  updatedAt: string;
-  expiresAt: string | null;
-}
+  version: z.int(),
+  pool: z.string().nullable(),
+  backendRef: z.string().nullable(),
+  template: z.string().nullable(),
+  resources: resourcesSchema,
+  labels: z.record(z.string(), z.string()),
+  capabilities: z.array(z.string()),
+  env: z.record(z.string(), z.string()),
+  ttlSeconds: z.int(),
+  queueTimeoutSeconds: z.int().nullable(),
+  allowedPools: z.array(z.string()).nullable(),
+  regions: z.array(z.string()).nullable(),
+  fromSnapshot: z.string().nullable(),
+  /** Counted provisioning attempts (insufficient_capacity and quota waits are not counted). */
+  attempts: z.int(),
+  placement: placementDecisionSchema,
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  expiresAt: z.string().nullable(),
+});
+export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
-export interface PoolRecord {
-  name: string;
-  adapter: string;
-  trust: Trust;
-  region: string | null;
-}
+export const usageSchema = z.object({
+  cpu: z.number(),
+  memoryMiB: z.number(),
+  diskGiB: z.number(),
+  sandboxes: z.number(),
+  snapshots: z.number(),
+});
+
+export const auditEventSchema = z.object({
+  orgId: z.string(),
+  seq: z.int(),
+  at: z.string(),
+  actor: z.string(),
+  action: z.string(),
+  target: z.string(),
+  details: z.record(z.string(), z.unknown()),
+  prevHash: z.string(),
+  hash: z.string(),
+});

@@ -1,0 +1,679 @@
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
+import { ApiError, errors } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../quota.ts';
+import type { SandboxStatus } from '../../sandbox-state.ts';
+import type { Quota } from '../../schemas/tenancy.ts';
+import { decodeCursor, encodeCursor } from '../cursor.ts';
+import { idempotencyMismatch, quotaExceeded } from '../memory.ts';
+import {
+  type CreateSandboxResult,
+  type IdempotencyClaim,
+  indexedStatuses,
+  type Page,
+  type PageRequest,
+  type SandboxFilter,
+  type SandboxPatch,
+  type Store,
+  type UpdateSandboxOptions,
+} from '../port.ts';
+import {
+  auditEventSchema,
+  type KeyRecord,
+  keyRecordSchema,
+  type OrgRecord,
+  orgRecordSchema,
+  type SandboxRecord,
+  sandboxRecordSchema,
+  usageSchema,
+} from '../records.ts';
+import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey } from './items.ts';
+import { tableKeys } from './table.ts';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** One action of a transaction, named so a cancellation reason can be traced to what failed. */
+interface Action {
+  label: string;
+  item: TransactItem;
+}
+
+class Canceled extends Error {
+  override readonly name = 'Canceled';
+  readonly failed: { label: string; code: string }[];
+  constructor(failed: { label: string; code: string }[], options?: ErrorOptions) {
+    super(`transaction canceled: ${failed.map((f) => `${f.label}=${f.code}`).join(', ')}`, options);
+    this.failed = failed;
+  }
+}
+
+const throttlingErrors = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'LimitExceededException',
+]);
+
+export interface DynamoDbStoreOptions {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+  now?: () => Date;
+  /** How often a write retries when another write of the same org moved the audit chain head first. */
+  maxChainRetries?: number;
+}
+
+/** Counters the benchmark reads: how often chain-head contention forced a write to be redone. */
+export interface DynamoDbStoreStats {
+  transactions: number;
+  chainRetries: number;
+}
+
+/**
+ * The store on one DynamoDB table (docs/store.md). Every change is one TransactWriteItems with its
+ * conditions: the sandbox's status and version, the usage bounds computed in code (conditions cannot
+ * add), the pool's slot bound, and the org's audit chain head.
+ */
+export class DynamoDbStore implements Store {
+  readonly #doc: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #now: () => Date;
+  readonly #maxChainRetries: number;
+  #installation: string | undefined;
+  readonly stats: DynamoDbStoreStats = { transactions: 0, chainRetries: 0 };
+
+  constructor(options: DynamoDbStoreOptions) {
+    this.#doc = options.client;
+    this.#table = options.tableName;
+    this.#now = options.now ?? (() => new Date());
+    this.#maxChainRetries = options.maxChainRetries ?? 25;
+  }
+
+  async installation(): Promise<string> {
+    if (this.#installation !== undefined) return this.#installation;
+    const existing = await this.#get(keyOf.installation());
+    if (existing !== undefined) return this.#rememberInstallation(existing);
+    const id = newId('installation');
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new PutCommand({
+            TableName: this.#table,
+            Item: { ...keyOf.installation(), id },
+            ConditionExpression: 'attribute_not_exists(PK)',
+          }),
+        ),
+      );
+      this.#installation = id;
+      return id;
+    } catch (error) {
+      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      // Another cold start created it first: use theirs.
+      return this.#rememberInstallation(await this.#get(keyOf.installation()));
+    }
+  }
+
+  #rememberInstallation(item: Record<string, unknown> | undefined): string {
+    const id = item?.id;
+    if (typeof id !== 'string') throw new Error('the installation item has no id');
+    this.#installation = id;
+    return id;
+  }
+
+  async createOrg(org: OrgRecord, audit: AuditInput): Promise<void> {
+    await this.#chained(org.id, audit, () => [
+      put(
+        'org',
+        { ...keyOf.org(org.id), GSI1PK: orgsParent, GSI1SK: org.id, ...org },
+        'attribute_not_exists(PK)',
+      ),
+      put('usage', { ...keyOf.usage(org.id), ...zeroUsage }, 'attribute_not_exists(PK)'),
+    ]).catch((error: unknown) => {
+      if (error instanceof Canceled) throw errors.conflict(`org ${org.id} already exists`);
+      throw error;
+    });
+  }
+
+  async getOrg(id: string): Promise<OrgRecord | undefined> {
+    const item = await this.#get(keyOf.org(id));
+    return item === undefined ? undefined : orgRecordSchema.parse(item);
+  }
+
+  async listOrgs(page: PageRequest): Promise<Page<OrgRecord>> {
+    return this.#queryPage(
+      {
+        IndexName: tableKeys.byParent.name,
+        ...afterSortKey('GSI1PK', orgsParent, 'GSI1SK', decodeCursor(page.cursor)),
+      },
+      page.limit,
+      (item) => orgRecordSchema.parse(item),
+      (org) => org.id,
+    );
+  }
+
+  async createKey(key: KeyRecord, audit: AuditInput): Promise<void> {
+    await this.#chained(key.orgId, audit, () => [
+      check('org', keyOf.org(key.orgId), 'attribute_exists(PK)'),
+      put(
+        'key',
+        { ...keyOf.key(key.id), GSI1PK: keysParent(key.orgId), GSI1SK: key.id, ...key },
+        'attribute_not_exists(PK)',
+      ),
+    ]).catch((error: unknown) => {
+      if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
+        throw errors.notFound('org', key.orgId);
+      if (error instanceof Canceled) throw errors.conflict(`key ${key.id} already exists`);
+      throw error;
+    });
+  }
+
+  async getKey(id: string): Promise<KeyRecord | undefined> {
+    const item = await this.#get(keyOf.key(id));
+    return item === undefined ? undefined : keyRecordSchema.parse(item);
+  }
+
+  async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>> {
+    return this.#queryPage(
+      {
+        IndexName: tableKeys.byParent.name,
+        ...afterSortKey('GSI1PK', keysParent(orgId), 'GSI1SK', decodeCursor(page.cursor)),
+      },
+      page.limit,
+      (item) => keyRecordSchema.parse(item),
+      (key) => key.id,
+    );
+  }
+
+  async revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord> {
+    const key = await this.getKey(id);
+    if (key === undefined) throw errors.notFound('key', id);
+    if (key.revokedAt !== null) return key;
+    try {
+      await this.#chained(key.orgId, audit, () => [
+        {
+          label: 'key',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.key(id),
+              UpdateExpression: 'SET revokedAt = :at',
+              ConditionExpression: 'attribute_exists(PK) AND attribute_type(revokedAt, :null)',
+              ExpressionAttributeValues: { ':at': at, ':null': 'NULL' },
+            },
+          },
+        },
+      ]);
+    } catch (error) {
+      // Revoked concurrently: the key is revoked either way.
+      if (!(error instanceof Canceled)) throw error;
+    }
+    const revoked = await this.getKey(id);
+    if (revoked === undefined) throw errors.notFound('key', id);
+    return revoked;
+  }
+
+  async getUsage(orgId: string): Promise<Usage> {
+    const item = await this.#get(keyOf.usage(orgId));
+    return item === undefined ? { ...zeroUsage } : usageSchema.parse(item);
+  }
+
+  async getPoolUsage(pool: string): Promise<number> {
+    const active = (await this.#get(keyOf.poolUsage(pool)))?.active;
+    return typeof active === 'number' ? active : 0;
+  }
+
+  async createSandbox(
+    sandbox: SandboxRecord,
+    audit: AuditInput,
+    idempotency?: IdempotencyClaim,
+  ): Promise<CreateSandboxResult> {
+    const now = this.#now().toISOString();
+    try {
+      await this.#chained(sandbox.orgId, audit, () => [
+        check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
+        put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
+        ...(idempotency === undefined
+          ? []
+          : [
+              {
+                label: 'idempotency',
+                item: {
+                  Put: {
+                    TableName: this.#table,
+                    Item: {
+                      ...keyOf.idempotency(sandbox.orgId, idempotency.key),
+                      requestHash: idempotency.requestHash,
+                      sandboxId: sandbox.id,
+                      expiresAt: idempotency.expiresAt,
+                      [tableKeys.ttl]: Math.ceil(Date.parse(idempotency.expiresAt) / 1000),
+                    },
+                    // An expired record is as good as none: expiry is read, never left to TTL deletion.
+                    ConditionExpression: 'attribute_not_exists(PK) OR expiresAt < :now',
+                    ExpressionAttributeValues: { ':now': now },
+                  },
+                },
+              },
+            ]),
+      ]);
+      return { sandbox, replayed: false };
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      if (error.failed.some((f) => f.label === 'org')) throw errors.notFound('org', sandbox.orgId);
+      if (idempotency !== undefined && error.failed.some((f) => f.label === 'idempotency')) {
+        return this.#replay(sandbox.orgId, idempotency);
+      }
+      throw errors.conflict(`sandbox ${sandbox.id} already exists`);
+    }
+  }
+
+  async #replay(orgId: string, idempotency: IdempotencyClaim): Promise<CreateSandboxResult> {
+    const record = await this.#get(keyOf.idempotency(orgId, idempotency.key));
+    if (record?.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
+    const first =
+      typeof record.sandboxId === 'string' ? await this.getSandbox(orgId, record.sandboxId) : undefined;
+    if (first === undefined)
+      throw errors.conflict(`the sandbox of Idempotency-Key ${idempotency.key} is gone`);
+    return { sandbox: first, replayed: true };
+  }
+
+  async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
+    const item = await this.#get(keyOf.sandbox(orgId, id));
+    return item === undefined ? undefined : sandboxRecordSchema.parse(item);
+  }
+
+  async listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>> {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':pk': `ORG#${orgId}`, ':prefix': 'SBX#' };
+    const conditions: string[] = [];
+    if (filter.status !== undefined) {
+      names['#status'] = 'status';
+      values[':status'] = filter.status;
+      conditions.push('#status = :status');
+    }
+    if (filter.projectId !== undefined) {
+      values[':project'] = filter.projectId;
+      conditions.push('projectId = :project');
+    }
+    Object.entries(filter.labels ?? {}).forEach(([key, value], index) => {
+      names['#labels'] = 'labels';
+      names[`#l${index}`] = key;
+      values[`:l${index}`] = value;
+      conditions.push(`#labels.#l${index} = :l${index}`);
+    });
+    const after = decodeCursor(page.cursor);
+    return this.#queryPage(
+      {
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ...(conditions.length > 0 && { FilterExpression: conditions.join(' AND ') }),
+        ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
+        ExpressionAttributeValues: values,
+        ...(after !== undefined && { ExclusiveStartKey: keyOf.sandbox(orgId, after) }),
+      },
+      page.limit,
+      (item) => sandboxRecordSchema.parse(item),
+      (sandbox) => sandbox.id,
+    );
+  }
+
+  async listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>> {
+    if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
+    return this.#queryPage(
+      {
+        IndexName: tableKeys.byStatus.name,
+        ...afterSortKey('GSI2PK', `STATUS#${status}`, 'GSI2SK', decodeCursor(page.cursor)),
+      },
+      page.limit,
+      (item) => sandboxRecordSchema.parse(item),
+      (sandbox) => `${sandbox.updatedAt}#${sandbox.id}`,
+    );
+  }
+
+  async updateSandbox(
+    current: SandboxRecord,
+    patch: SandboxPatch,
+    options: UpdateSandboxOptions = {},
+  ): Promise<SandboxRecord> {
+    const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
+    const delta = usageDelta(current, next);
+    const increases = usageLimits.filter(
+      ({ field }) => field !== 'snapshots' && (delta.org[field as keyof typeof delta.org] ?? 0) > 0,
+    );
+    const quota = increases.length > 0 ? await this.#quotaOf(current.orgId) : undefined;
+    const actions = (): Action[] => {
+      const list: Action[] = [
+        put('sandbox', sandboxItem(next), 'version = :version AND #status = :status', {
+          names: { '#status': 'status' },
+          values: { ':version': current.version, ':status': current.status },
+        }),
+      ];
+      const usage = usageUpdate(current.orgId, delta.org, quota, this.#table);
+      if (usage !== undefined) list.push(usage);
+      for (const [pool, change] of Object.entries(delta.pools)) {
+        const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
+        list.push(poolUpdate(pool, change, limit, this.#table));
+      }
+      return list;
+    };
+    try {
+      await this.#chained(current.orgId, options.audit, actions);
+      return next;
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      const labels = new Set(error.failed.map((f) => f.label));
+      if (labels.has('sandbox')) {
+        const stored = await this.getSandbox(current.orgId, current.id);
+        if (stored === undefined) throw errors.notFound('sandbox', current.id);
+        throw errors.conflict(`sandbox ${current.id} changed since it was read`, {
+          expected: { version: current.version, status: current.status },
+          actual: { version: stored.version, status: stored.status },
+        });
+      }
+      if (labels.has('usage') && quota !== undefined) {
+        const over = exceededQuota(await this.getUsage(current.orgId), delta.org, quota);
+        throw over === undefined
+          ? errors.quotaExceeded("the org's quota would be exceeded")
+          : quotaExceeded(over);
+      }
+      const pool = error.failed.find((f) => f.label.startsWith('pool:'))?.label.slice(5);
+      if (pool !== undefined) {
+        throw errors.insufficientCapacity(
+          `pool ${pool} is at its concurrency limit of ${options.poolLimit ?? 0}`,
+          {
+            pool,
+            limit: options.poolLimit ?? 0,
+          },
+        );
+      }
+      throw error;
+    }
+  }
+
+  async #quotaOf(orgId: string): Promise<Quota> {
+    const org = await this.getOrg(orgId);
+    if (org === undefined) throw errors.notFound('org', orgId);
+    return org.quota;
+  }
+
+  async appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {
+    const event = await this.#chained(orgId, audit, () => []);
+    if (event === undefined) throw new Error('no audit event was written');
+    return event;
+  }
+
+  async auditHead(orgId: string): Promise<ChainHead> {
+    const item = await this.#get(keyOf.chainHead(orgId));
+    if (item === undefined) return genesisHead;
+    const { seq, hash } = item;
+    if (typeof seq !== 'number' || typeof hash !== 'string')
+      throw new Error(`the chain head of ${orgId} is corrupt`);
+    return { seq, hash };
+  }
+
+  async listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
+    const after = Number(decodeCursor(page.cursor) ?? '0');
+    const result = await this.#queryPage(
+      {
+        KeyConditionExpression: 'PK = :pk AND SK > :after',
+        ExpressionAttributeValues: { ':pk': keyOf.auditEvent(orgId, 0).PK, ':after': `EVT#${seqKey(after)}` },
+      },
+      page.limit,
+      (item) => auditEventSchema.parse(item),
+      (event) => String(event.seq),
+    );
+    return result;
+  }
+
+  /**
+   * Runs a transaction that also appends `audit` to the org's chain: the event and the new head are
+   * written with a condition on the head read just before. When another write of the same org moved
+   * the head first, only the chain part lost: the whole transaction is rebuilt on the new head and
+   * retried with jitter. Any other cancellation is the caller's to interpret.
+   */
+  async #chained(
+    orgId: string,
+    audit: AuditInput | undefined,
+    build: () => Action[],
+  ): Promise<AuditEvent | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const actions = build();
+      let event: AuditEvent | undefined;
+      if (audit !== undefined) {
+        const head = await this.auditHead(orgId);
+        event = chainEvent(orgId, head, audit, this.#now().toISOString());
+        actions.push(put('audit-event', auditItem(event), 'attribute_not_exists(PK)'));
+        actions.push(
+          head.seq === 0
+            ? put(
+                'audit-head',
+                { ...keyOf.chainHead(orgId), seq: event.seq, hash: event.hash },
+                'attribute_not_exists(PK)',
+              )
+            : put(
+                'audit-head',
+                { ...keyOf.chainHead(orgId), seq: event.seq, hash: event.hash },
+                'seq = :seq',
+                {
+                  values: { ':seq': head.seq },
+                },
+              ),
+        );
+      }
+      try {
+        await this.#transact(actions);
+        return event;
+      } catch (error) {
+        if (!(error instanceof Canceled)) throw error;
+        const retryable = error.failed.every(
+          (f) =>
+            f.label.startsWith('audit-') || f.code === 'TransactionConflict' || f.code === 'ThrottlingError',
+        );
+        if (!retryable) throw error;
+        if (attempt >= this.#maxChainRetries) {
+          throw errors.providerUnavailable(
+            `the state store is busy with other changes of org ${orgId}; retry`,
+            {
+              retryable: true,
+            },
+          );
+        }
+        this.stats.chainRetries++;
+        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 200));
+      }
+    }
+  }
+
+  async #transact(actions: Action[]): Promise<void> {
+    this.stats.transactions++;
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new TransactWriteCommand({ TransactItems: actions.map((a) => withTable(a.item, this.#table)) }),
+        ),
+      );
+    } catch (error) {
+      if (error instanceof TransactionCanceledException) {
+        const reasons = error.CancellationReasons ?? [];
+        const failed = actions
+          .map((action, index) => ({ label: action.label, code: reasons[index]?.Code ?? 'Unknown' }))
+          .filter((f) => f.code !== 'None');
+        throw new Canceled(failed, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  async #get(key: Record<string, string>): Promise<Record<string, unknown> | undefined> {
+    const result = await this.#call((doc) =>
+      doc.send(new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: true })),
+    );
+    return result.Item;
+  }
+
+  /**
+   * Queries until `limit + 1` matching items are found (filters can thin pages) or the partition ends, so
+   * `nextCursor` is null exactly when nothing follows.
+   */
+  async #queryPage<T>(
+    input: Omit<QueryCommandInput, 'TableName'>,
+    limit: number,
+    parse: (item: Record<string, unknown>) => T,
+    cursorOf: (item: T) => string,
+  ): Promise<Page<T>> {
+    const items: T[] = [];
+    let startKey = input.ExclusiveStartKey;
+    do {
+      const result = await this.#call((doc) =>
+        doc.send(
+          new QueryCommand({
+            ...input,
+            TableName: this.#table,
+            Limit: Math.max(limit + 1, 25),
+            ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
+          }),
+        ),
+      );
+      for (const item of result.Items ?? []) items.push(parse(item));
+      startKey = result.LastEvaluatedKey;
+    } while (startKey !== undefined && items.length <= limit);
+    const slice = items.slice(0, limit);
+    const last = slice.at(-1);
+    return {
+      items: slice,
+      nextCursor: items.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null,
+    };
+  }
+
+  /** Runs one SDK call; throttling the SDK's own retries could not absorb becomes a retryable 503. */
+  async #call<T>(request: (doc: DynamoDBDocumentClient) => Promise<T>): Promise<T> {
+    try {
+      return await request(this.#doc);
+    } catch (error) {
+      if (error instanceof Error && throttlingErrors.has(error.name)) {
+        throw new ApiError(
+          'provider_unavailable',
+          'the state store is throttling requests; retry shortly',
+          { retryable: true },
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  }
+}
+
+/** A key condition on a partition, after a sort key when a cursor gives one (key values cannot be empty). */
+function afterSortKey(partitionName: string, partition: string, sortName: string, after: string | undefined) {
+  return after === undefined
+    ? { KeyConditionExpression: `${partitionName} = :pk`, ExpressionAttributeValues: { ':pk': partition } }
+    : {
+        KeyConditionExpression: `${partitionName} = :pk AND ${sortName} > :after`,
+        ExpressionAttributeValues: { ':pk': partition, ':after': after },
+      };
+}
+
+function put(
+  label: string,
+  item: Record<string, unknown>,
+  condition: string,
+  expression: { names?: Record<string, string>; values?: Record<string, unknown> } = {},
+): Action {
+  return {
+    label,
+    item: {
+      Put: {
+        TableName: '',
+        Item: item,
+        ConditionExpression: condition,
+        ...(expression.names && { ExpressionAttributeNames: expression.names }),
+        ...(expression.values && { ExpressionAttributeValues: expression.values }),
+      },
+    },
+  };
+}
+
+function check(label: string, key: Record<string, string>, condition: string): Action {
+  return { label, item: { ConditionCheck: { TableName: '', Key: key, ConditionExpression: condition } } };
+}
+
+function withTable(item: TransactItem, table: string): TransactItem {
+  if (item.Put) return { Put: { ...item.Put, TableName: table } };
+  if (item.Update) return { Update: { ...item.Update, TableName: table } };
+  if (item.ConditionCheck) return { ConditionCheck: { ...item.ConditionCheck, TableName: table } };
+  if (item.Delete) return { Delete: { ...item.Delete, TableName: table } };
+  return item;
+}
+
+/**
+ * ADDs the org's usage change; every increase carries its bound computed in code, since a condition
+ * cannot add: `used <= limit - requested`.
+ */
+function usageUpdate(
+  orgId: string,
+  delta: Omit<Usage, 'snapshots'>,
+  quota: Quota | undefined,
+  table: string,
+): Action | undefined {
+  const changed = (Object.entries(delta) as [keyof typeof delta, number][]).filter(
+    ([, value]) => value !== 0,
+  );
+  if (changed.length === 0) return undefined;
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const conditions = ['attribute_exists(PK)'];
+  for (const [field, value] of changed) {
+    names[`#${field}`] = field;
+    values[`:${field}`] = value;
+    const limit = usageLimits.find((l) => l.field === field)?.limit;
+    if (value > 0 && quota !== undefined && limit !== undefined) {
+      const bound = Math.round((quota[limit] - value) * 1000) / 1000;
+      if (bound < 0) {
+        throw quotaExceeded({ field, limit: quota[limit], used: 0, requested: value });
+      }
+      values[`:${field}Max`] = bound;
+      conditions.push(`#${field} <= :${field}Max`);
+    }
+  }
+  return {
+    label: 'usage',
+    item: {
+      Update: {
+        TableName: table,
+        Key: keyOf.usage(orgId),
+        UpdateExpression: `ADD ${changed.map(([field]) => `#${field} :${field}`).join(', ')}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    },
+  };
+}
+
+/** ADDs to a pool's slot count; taking a slot is bounded by maxConcurrency when it has one. */
+function poolUpdate(pool: string, change: number, limit: number, table: string): Action {
+  const bounded = change > 0 && limit > 0;
+  return {
+    label: `pool:${pool}`,
+    item: {
+      Update: {
+        TableName: table,
+        Key: keyOf.poolUsage(pool),
+        UpdateExpression: 'ADD active :change',
+        ...(bounded && { ConditionExpression: 'attribute_not_exists(active) OR active <= :max' }),
+        ExpressionAttributeValues: { ':change': change, ...(bounded && { ':max': limit - change }) },
+      },
+    },
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

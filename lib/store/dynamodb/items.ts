@@ -1,0 +1,39 @@
+import type { AuditEvent } from '../../audit.ts';
+import { indexedStatuses } from '../port.ts';
+import type { SandboxRecord } from '../records.ts';
+
+/** Key builders: every item's key is prefixed by its owner so tenant reads are Queries. */
+export const keyOf = {
+  installation: () => ({ PK: 'META', SK: 'INSTALLATION' }),
+  org: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'ORG' }),
+  usage: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'USAGE' }),
+  chainHead: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'AUDITHEAD' }),
+  auditEvent: (orgId: string, seq: number) => ({ PK: `ORG#${orgId}#AUDIT`, SK: `EVT#${seqKey(seq)}` }),
+  key: (keyId: string) => ({ PK: `KEY#${keyId}`, SK: 'KEY' }),
+  sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
+  idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
+  poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
+};
+
+export const orgsParent = 'ORGS';
+export const keysParent = (orgId: string) => `ORG#${orgId}#KEYS`;
+
+/** Zero-padded so string order is numeric order. */
+export function seqKey(seq: number): string {
+  return String(seq).padStart(12, '0');
+}
+
+/** A sandbox record as stored: the record's fields plus its keys and sparse index keys. */
+export function sandboxItem(record: SandboxRecord): Record<string, unknown> {
+  const live = indexedStatuses.has(record.status);
+  return {
+    ...keyOf.sandbox(record.orgId, record.id),
+    ...record,
+    ...(live && { GSI2PK: `STATUS#${record.status}`, GSI2SK: `${record.updatedAt}#${record.id}` }),
+    ...(live && record.pool !== null && { GSI3PK: `POOL#${record.pool}`, GSI3SK: record.id }),
+  };
+}
+
+export function auditItem(event: AuditEvent): Record<string, unknown> {
+  return { ...keyOf.auditEvent(event.orgId, event.seq), ...event };
+}

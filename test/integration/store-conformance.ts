@@ -1,0 +1,505 @@
+import { describe, expect, it } from 'vitest';
+import type { AuditEvent } from '../../lib/audit.ts';
+import { verifyOrgChain } from '../../lib/audit-log.ts';
+import { ApiError } from '../../lib/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import type { SandboxStatus } from '../../lib/sandbox-state.ts';
+import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
+import type { Store } from '../../lib/store/port.ts';
+import type { OrgRecord, SandboxRecord } from '../../lib/store/records.ts';
+
+/** Direct access to stored audit events, to prove tampering is detected. */
+export interface AuditTamper {
+  rewrite(orgId: string, seq: number, change: (event: AuditEvent) => AuditEvent): Promise<void>;
+  remove(orgId: string, seq: number): Promise<void>;
+}
+
+export interface StoreUnderTest {
+  /** A fresh, empty store; two calls with `shared` give two handles on the same state. */
+  create(options?: { shared?: boolean; now?: () => Date }): Promise<Store>;
+  tamper(store: Store): AuditTamper;
+}
+
+const admin = { actor: 'admin', action: 'test', target: 'x', details: {} };
+const system = (action: string) => ({ actor: 'system', action, target: 'sbx', details: {} });
+
+async function newOrg(store: Store, quota: Partial<Quota> = {}): Promise<OrgRecord> {
+  const org: OrgRecord = {
+    id: newId('org'),
+    name: 'org',
+    quota: quotaSchema.parse(quota),
+    createdAt: new Date().toISOString(),
+  };
+  await store.createOrg(org, { ...admin, action: 'org.created', target: org.id });
+  return org;
+}
+
+function sandboxFor(orgId: string, overrides: Partial<SandboxRecord> = {}): SandboxRecord {
+  const now = new Date().toISOString();
+  return {
+    id: newId('sandbox'),
+    orgId,
+    projectId: null,
+    status: 'queued',
+    statusMessage: null,
+    version: 1,
+    pool: null,
+    backendRef: null,
+    template: null,
+    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
+    labels: {},
+    capabilities: [],
+    env: {},
+    ttlSeconds: 3600,
+    queueTimeoutSeconds: null,
+    allowedPools: null,
+    regions: null,
+    fromSnapshot: null,
+    attempts: 0,
+    placement: { pool: null, rejected: [], decidedAt: null },
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: null,
+    ...overrides,
+  };
+}
+
+async function created(store: Store, orgId: string, overrides: Partial<SandboxRecord> = {}) {
+  const record = sandboxFor(orgId, overrides);
+  await store.createSandbox(record, system('sandbox.created'));
+  return record;
+}
+
+async function move(
+  store: Store,
+  record: SandboxRecord,
+  status: SandboxStatus,
+  pool = 'p1',
+  poolLimit?: number,
+) {
+  return store.updateSandbox(
+    record,
+    { status, pool, updatedAt: new Date().toISOString() },
+    { audit: system(`sandbox.${status}`), ...(poolLimit !== undefined && { poolLimit }) },
+  );
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (error) {
+    if (error instanceof ApiError) return error.code;
+    throw error;
+  }
+}
+
+/** The behaviour every Store implementation must have; run against each in test/integration. */
+export function storeConformance(name: string, subject: StoreUnderTest): void {
+  describe(`Store conformance: ${name}`, () => {
+    describe('installation', () => {
+      it('is created once and stable across handles on the same state', async () => {
+        const store = await subject.create();
+        const first = await store.installation();
+        expect(first).toMatch(/^inst_/);
+        expect(await store.installation()).toBe(first);
+        const other = await subject.create({ shared: true });
+        if (other !== store) expect(await other.installation()).toBe(first);
+      });
+    });
+
+    describe('orgs and keys', () => {
+      it('creates, gets and pages orgs; a duplicate id is a conflict', async () => {
+        const store = await subject.create();
+        const orgs = [];
+        for (let i = 0; i < 5; i++) orgs.push(await newOrg(store));
+        expect(await store.getOrg(orgs[0]?.id ?? '')).toEqual(orgs[0]);
+        expect(await store.getOrg(newId('org'))).toBeUndefined();
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await store.listOrgs({ cursor, limit: 2 });
+          seen.push(...page.items.map((o) => o.id));
+          cursor = page.nextCursor ?? undefined;
+          pages++;
+        } while (cursor !== undefined);
+        expect(seen).toEqual(orgs.map((o) => o.id));
+        expect(pages).toBe(3);
+        const duplicate = orgs[0];
+        if (duplicate === undefined) throw new Error('no org');
+        expect(await codeOf(store.createOrg(duplicate, admin))).toBe('conflict');
+      });
+
+      it('creates, lists and revokes keys; revoking twice keeps the first time', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const key = {
+          id: newId('key'),
+          orgId: org.id,
+          name: 'k',
+          role: 'member' as const,
+          projectId: null,
+          secretHash: 'a'.repeat(64),
+          createdAt: new Date().toISOString(),
+          revokedAt: null,
+        };
+        await store.createKey(key, admin);
+        expect(await store.getKey(key.id)).toEqual(key);
+        expect((await store.listKeys(org.id, { limit: 10 })).items.map((k) => k.id)).toEqual([key.id]);
+        expect((await store.listKeys(newId('org'), { limit: 10 })).items).toEqual([]);
+        const revoked = await store.revokeKey(key.id, '2026-01-01T00:00:00.000Z', admin);
+        expect(revoked.revokedAt).toBe('2026-01-01T00:00:00.000Z');
+        expect((await store.revokeKey(key.id, '2027-01-01T00:00:00.000Z', admin)).revokedAt).toBe(
+          '2026-01-01T00:00:00.000Z',
+        );
+        expect(await codeOf(store.revokeKey(newId('key'), 'x', admin))).toBe('not_found');
+        expect(await codeOf(store.createKey({ ...key, id: newId('key'), orgId: newId('org') }, admin))).toBe(
+          'not_found',
+        );
+      });
+    });
+
+    describe('sandboxes', () => {
+      it('scopes reads to the org', async () => {
+        const store = await subject.create();
+        const a = await newOrg(store);
+        const b = await newOrg(store);
+        const sandbox = await created(store, a.id);
+        expect(await store.getSandbox(a.id, sandbox.id)).toEqual(sandbox);
+        expect(await store.getSandbox(b.id, sandbox.id)).toBeUndefined();
+        expect((await store.listSandboxes(b.id, {}, { limit: 10 })).items).toEqual([]);
+      });
+
+      it('lists with status, project and label filters and pages exactly', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const tagged: string[] = [];
+        for (let i = 0; i < 7; i++) {
+          const record = await created(store, org.id, {
+            labels: i % 2 === 0 ? { team: 'a', tier: 'gold' } : { team: 'b' },
+            projectId: i < 3 ? 'prj_x' : null,
+          });
+          if (i % 2 === 0) tagged.push(record.id);
+        }
+        const collect = async (filter: Parameters<Store['listSandboxes']>[1], limit: number) => {
+          const ids: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await store.listSandboxes(org.id, filter, { cursor, limit });
+            expect(page.items.length).toBeLessThanOrEqual(limit);
+            ids.push(...page.items.map((s) => s.id));
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor !== undefined);
+          return ids;
+        };
+        expect(await collect({ labels: { team: 'a', tier: 'gold' } }, 2)).toEqual(tagged);
+        expect((await collect({ projectId: 'prj_x' }, 10)).length).toBe(3);
+        expect((await collect({ status: 'running' }, 10)).length).toBe(0);
+        expect((await collect({}, 3)).length).toBe(7);
+        const exact = await store.listSandboxes(org.id, {}, { limit: 7 });
+        expect(exact.items.length).toBe(7);
+        expect(exact.nextCursor).toBeNull();
+      });
+
+      it('refuses an update on a stale version or status as a conflict, writing nothing', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const sandbox = await created(store, org.id);
+        const provisioning = await move(store, sandbox, 'provisioning');
+        expect(provisioning.version).toBe(2);
+        const headBefore = await store.auditHead(org.id);
+        expect(await codeOf(move(store, sandbox, 'provisioning'))).toBe('conflict');
+        expect(await codeOf(move(store, { ...provisioning, status: 'running' }, 'stopped'))).toBe('conflict');
+        expect(await store.getSandbox(org.id, sandbox.id)).toEqual(provisioning);
+        expect(await store.auditHead(org.id)).toEqual(headBefore);
+        expect(await store.getUsage(org.id)).toMatchObject({ cpu: 1, sandboxes: 1 });
+      });
+
+      it('lists live sandboxes by status across orgs, oldest update first; terminal ones leave the index', async () => {
+        const store = await subject.create();
+        const a = await newOrg(store);
+        const b = await newOrg(store);
+        const first = await created(store, a.id, { updatedAt: '2026-01-01T00:00:00.000Z' });
+        const second = await created(store, b.id, { updatedAt: '2026-01-02T00:00:00.000Z' });
+        const queued = await store.listSandboxesByStatus('queued', { limit: 100 });
+        const ids = queued.items.map((s) => s.id);
+        expect(ids.indexOf(first.id)).toBeLessThan(ids.indexOf(second.id));
+        const failed = await store.updateSandbox(
+          second,
+          { status: 'failed' },
+          { audit: system('sandbox.failed') },
+        );
+        expect(
+          (await store.listSandboxesByStatus('queued', { limit: 100 })).items.map((s) => s.id),
+        ).not.toContain(failed.id);
+        expect((await store.listSandboxesByStatus('failed', { limit: 100 })).items).toEqual([]);
+      });
+    });
+
+    describe('usage follows status in the same write', () => {
+      it('reserves on activation, releases cpu and memory on stop, re-reserves on start, releases all on terminate', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        let s = await created(store, org.id, { resources: { cpu: 1.5, memoryMiB: 512, diskGiB: 7 } });
+        expect(await store.getUsage(org.id)).toEqual({
+          cpu: 0,
+          memoryMiB: 0,
+          diskGiB: 0,
+          sandboxes: 0,
+          snapshots: 0,
+        });
+        s = await move(store, s, 'provisioning');
+        expect(await store.getUsage(org.id)).toEqual({
+          cpu: 1.5,
+          memoryMiB: 512,
+          diskGiB: 7,
+          sandboxes: 1,
+          snapshots: 0,
+        });
+        expect(await store.getPoolUsage('p1')).toBe(1);
+        s = await move(store, s, 'running');
+        s = await move(store, s, 'stopped');
+        expect(await store.getUsage(org.id)).toEqual({
+          cpu: 0,
+          memoryMiB: 0,
+          diskGiB: 7,
+          sandboxes: 1,
+          snapshots: 0,
+        });
+        expect(await store.getPoolUsage('p1')).toBe(1);
+        s = await move(store, s, 'running');
+        expect(await store.getUsage(org.id)).toMatchObject({ cpu: 1.5, memoryMiB: 512 });
+        s = await move(store, s, 'terminating');
+        expect(await store.getUsage(org.id)).toEqual({
+          cpu: 0,
+          memoryMiB: 0,
+          diskGiB: 0,
+          sandboxes: 0,
+          snapshots: 0,
+        });
+        expect(await store.getPoolUsage('p1')).toBe(0);
+      });
+
+      it('moves the pool slot when provisioning moves to another pool', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        let s = await created(store, org.id);
+        s = await move(store, s, 'provisioning', 'p-a');
+        s = await move(store, s, 'queued', 'p-a');
+        s = await move(store, s, 'provisioning', 'p-b');
+        expect(await store.getPoolUsage('p-a')).toBe(0);
+        expect(await store.getPoolUsage('p-b')).toBe(1);
+      });
+
+      it('refuses a change past the quota with quota_exceeded and writes nothing', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxCPU: 2 });
+        const big = await created(store, org.id, { resources: { cpu: 1.5, memoryMiB: 512, diskGiB: 1 } });
+        const other = await created(store, org.id, { resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 } });
+        await move(store, big, 'provisioning');
+        const before = { usage: await store.getUsage(org.id), head: await store.auditHead(org.id) };
+        const error = await move(store, other, 'provisioning').catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ApiError);
+        expect(error).toMatchObject({ code: 'quota_exceeded', details: { field: 'cpu', limit: 2 } });
+        expect(await store.getUsage(org.id)).toEqual(before.usage);
+        expect(await store.auditHead(org.id)).toEqual(before.head);
+        expect((await store.getSandbox(org.id, other.id))?.status).toBe('queued');
+        expect(await store.getPoolUsage('p1')).toBe(1);
+      });
+
+      it('50 concurrent activations against a quota of 10: exactly 10 succeed', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxSandboxes: 10 });
+        const sandboxes = await Promise.all(Array.from({ length: 50 }, () => created(store, org.id)));
+        let peak = 0;
+        let sampling = true;
+        const sampler = (async () => {
+          while (sampling) {
+            peak = Math.max(peak, (await store.getUsage(org.id)).sandboxes);
+            await new Promise((resolve) => setTimeout(resolve, 1));
+          }
+        })();
+        const results = await Promise.all(sandboxes.map((s) => codeOf(move(store, s, 'provisioning'))));
+        sampling = false;
+        await sampler;
+        expect(results.filter((r) => r === 'ok').length).toBe(10);
+        expect(results.filter((r) => r !== 'ok').every((r) => r === 'quota_exceeded')).toBe(true);
+        expect((await store.getUsage(org.id)).sandboxes).toBe(10);
+        expect(peak).toBeLessThanOrEqual(10);
+        expect((await verifyOrgChain(store, org.id)).ok).toBe(true);
+      });
+
+      it('concurrent start of stopped sandboxes respects the CPU quota', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxCPU: 4 });
+        const stopped: SandboxRecord[] = [];
+        for (let i = 0; i < 8; i++) {
+          let s = await created(store, org.id);
+          s = await move(store, s, 'provisioning');
+          s = await move(store, s, 'running');
+          // Stop each before starting the next: never more than one running while setting up.
+          stopped.push(await move(store, s, 'stopped'));
+        }
+        expect((await store.getUsage(org.id)).cpu).toBe(0);
+        const results = await Promise.all(stopped.map((s) => codeOf(move(store, s, 'running'))));
+        expect(results.filter((r) => r === 'ok').length).toBe(4);
+        expect((await store.getUsage(org.id)).cpu).toBe(4);
+      });
+
+      it('bounds a pool by its concurrency limit: the rest is insufficient_capacity', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const sandboxes = await Promise.all(Array.from({ length: 10 }, () => created(store, org.id)));
+        const results = await Promise.all(
+          sandboxes.map((s) => codeOf(move(store, s, 'provisioning', 'small', 3))),
+        );
+        expect(results.filter((r) => r === 'ok').length).toBe(3);
+        expect(results.filter((r) => r !== 'ok').every((r) => r === 'insufficient_capacity')).toBe(true);
+        expect(await store.getPoolUsage('small')).toBe(3);
+        expect((await store.getUsage(org.id)).sandboxes).toBe(3);
+      });
+    });
+
+    describe('idempotency', () => {
+      it('returns the first sandbox for a repeat with the same body; another body is a conflict', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const claim = {
+          key: 'req-1',
+          requestHash: 'h1',
+          expiresAt: new Date(Date.now() + 60_000).toISOString(),
+        };
+        const first = sandboxFor(org.id);
+        expect(await store.createSandbox(first, system('sandbox.created'), claim)).toEqual({
+          sandbox: first,
+          replayed: false,
+        });
+        const again = await store.createSandbox(sandboxFor(org.id), system('sandbox.created'), claim);
+        expect(again).toEqual({ sandbox: first, replayed: true });
+        expect(
+          await codeOf(store.createSandbox(sandboxFor(org.id), system('x'), { ...claim, requestHash: 'h2' })),
+        ).toBe('conflict');
+        expect((await store.listSandboxes(org.id, {}, { limit: 10 })).items.length).toBe(1);
+      });
+
+      it('treats an expired record as absent, whatever TTL deletion has done', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const expired = {
+          key: 'req-2',
+          requestHash: 'h1',
+          expiresAt: new Date(Date.now() - 1000).toISOString(),
+        };
+        await store.createSandbox(sandboxFor(org.id), system('sandbox.created'), expired);
+        const fresh = sandboxFor(org.id);
+        const result = await store.createSandbox(fresh, system('sandbox.created'), {
+          ...expired,
+          requestHash: 'other',
+        });
+        expect(result).toEqual({ sandbox: fresh, replayed: false });
+      });
+    });
+
+    describe('audit chain', () => {
+      it('appends concurrently without gaps or forks and pages in order', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        await Promise.all(
+          Array.from({ length: 40 }, (_, i) => store.appendAudit(org.id, { ...admin, target: `t${i}` })),
+        );
+        const seqs: number[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.listAudit(org.id, { cursor, limit: 7 });
+          seqs.push(...page.items.map((e) => e.seq));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(seqs).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
+        expect(await verifyOrgChain(store, org.id)).toEqual({ ok: true, checked: 41 });
+        expect((await store.auditHead(org.id)).seq).toBe(41);
+      });
+
+      it('records each change with actor, action, target and the chain fields', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const s = await created(store, org.id);
+        await store.updateSandbox(
+          s,
+          { status: 'provisioning', pool: 'p1' },
+          {
+            audit: {
+              actor: 'key_abc',
+              action: 'sandbox.provisioning',
+              target: s.id,
+              details: { from: 'queued' },
+            },
+          },
+        );
+        const events = (await store.listAudit(org.id, { limit: 10 })).items;
+        expect(events.map((e) => e.action)).toEqual([
+          'org.created',
+          'sandbox.created',
+          'sandbox.provisioning',
+        ]);
+        const last = events.at(-1);
+        expect(last).toMatchObject({
+          seq: 3,
+          actor: 'key_abc',
+          target: s.id,
+          details: { from: 'queued' },
+          orgId: org.id,
+        });
+        expect(last?.prevHash).toBe(events[1]?.hash);
+        expect(last?.hash).toMatch(/^[0-9a-f]{64}$/);
+      });
+
+      describe('detects tampering at the right seq', () => {
+        async function chainOf(length: number) {
+          const store = await subject.create();
+          const org = await newOrg(store);
+          for (let i = 1; i < length; i++) await store.appendAudit(org.id, { ...admin, target: `t${i}` });
+          return { store, org, tamper: subject.tamper(store) };
+        }
+
+        it('a rewritten hash', async () => {
+          const { store, org, tamper } = await chainOf(6);
+          await tamper.rewrite(org.id, 3, (e) => ({ ...e, hash: 'f'.repeat(64) }));
+          expect((await verifyOrgChain(store, org.id)).firstBroken?.seq).toBe(3);
+        });
+
+        it('changed details', async () => {
+          const { store, org, tamper } = await chainOf(6);
+          await tamper.rewrite(org.id, 4, (e) => ({ ...e, details: { forged: true } }));
+          expect(await verifyOrgChain(store, org.id)).toMatchObject({
+            ok: false,
+            checked: 3,
+            firstBroken: { seq: 4, reason: 'hash does not match the event content' },
+          });
+        });
+
+        it('two events swapped', async () => {
+          const { store, org, tamper } = await chainOf(6);
+          const events = (await store.listAudit(org.id, { limit: 10 })).items;
+          const [third, fourth] = [events[2], events[3]];
+          if (third === undefined || fourth === undefined) throw new Error('short chain');
+          await tamper.rewrite(org.id, 3, () => ({ ...fourth, seq: 3 }));
+          await tamper.rewrite(org.id, 4, () => ({ ...third, seq: 4 }));
+          expect((await verifyOrgChain(store, org.id)).firstBroken?.seq).toBe(3);
+        });
+
+        it('an event deleted from the middle', async () => {
+          const { store, org, tamper } = await chainOf(6);
+          await tamper.remove(org.id, 2);
+          expect((await verifyOrgChain(store, org.id)).firstBroken?.seq).toBe(2);
+        });
+
+        it('the last event deleted', async () => {
+          const { store, org, tamper } = await chainOf(6);
+          await tamper.remove(org.id, 6);
+          expect((await verifyOrgChain(store, org.id)).firstBroken?.seq).toBe(6);
+        });
+      });
+    });
+  });
+}
