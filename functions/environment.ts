@@ -7,7 +7,9 @@ export const env = {
   configPath: 'DIFFERENTLY_CONFIG',
   configJson: 'DIFFERENTLY_CONFIG_JSON',
   adminKey: 'DIFFERENTLY_ADMIN_KEY',
+  /** `dynamodb` (default on AWS) or `memory` (a single process only). */
   store: 'DIFFERENTLY_STORE',
+  tableName: 'DIFFERENTLY_TABLE_NAME',
   provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
   sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',

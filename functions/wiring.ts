@@ -1,12 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
 import type { Log } from '../lib/log.ts';
 import { SqsWorkQueue } from '../lib/queue/sqs.ts';
+import { documentClient } from '../lib/store/dynamodb/client.ts';
+import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
+import type { Store } from '../lib/store/port.ts';
 import { env, requireEnv } from './environment.ts';
 
 export const logger = new Logger({ serviceName: 'differently' });
@@ -28,11 +32,13 @@ async function loadConfig(): Promise<Config> {
   return parseConfigText(await readFile(path, 'utf8'), path);
 }
 
-/**
- * The control plane of one Lambda container, built once at cold start from the environment contract.
- * The DynamoDB store replaces the memory store in the store issue; until then a container's memory
- * store only suits single-process use.
- */
+function storeFromEnv(): Store {
+  if (process.env[env.store] === 'memory') return new MemoryStore();
+  const table = requireEnv(env.tableName)[env.tableName] ?? '';
+  return new DynamoDbStore({ client: documentClient(new DynamoDBClient({})), tableName: table });
+}
+
+/** The control plane of one Lambda container, built once at cold start from the environment contract. */
 export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const vars = requireEnv(env.adminKey, env.provisionQueueUrl, env.terminateQueueUrl);
   const config = await loadConfig();
@@ -41,7 +47,7 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
   return createControlPlane({
     config,
-    store: new MemoryStore(),
+    store: storeFromEnv(),
     queue: new SqsWorkQueue(sqs, {
       provision: vars[env.provisionQueueUrl] ?? '',
       terminate: vars[env.terminateQueueUrl] ?? '',

@@ -32,7 +32,7 @@ export interface ControlPlane extends ControlPlaneDeps {
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const tenancy = new Tenancy(deps.store, deps.now);
   const sandboxes = new SandboxService(deps);
-  const handleHttp = createRouter(apiRoutes({ tenancy, sandboxes }), {
+  const handleHttp = createRouter(apiRoutes({ tenancy, sandboxes, store: deps.store }), {
     authenticator: createAuthenticator(deps.store, deps.adminKey),
     log: deps.log,
     validateResponses: deps.validateResponses ?? false,

@@ -5,17 +5,24 @@ import { isApiError } from '../../lib/errors.ts';
 import { consoleLog } from './console-log.ts';
 import { defaultLocalConfig, startLocalRuntime } from './runtime.ts';
 
-const usage = `Usage: npm start -- [--config FILE] [--port N]
+const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dynamodb]
 
-  --config FILE  JSON config (pools, templates, scheduler, api); default: dev mode with pools local and fake
-  --port N       HTTP port on 127.0.0.1 (default: $PORT or 8080)
-  --help         this text
+  --config FILE    JSON config (pools, templates, scheduler, api); default: dev mode with pools local and fake
+  --port N         HTTP port on 127.0.0.1 (default: $PORT or 8080)
+  --store KIND     memory (default) or dynamodb: DynamoDB Local (needs Java 17+), started here unless
+                   DIFFERENTLY_DYNAMODB_ENDPOINT names a running one
+  --help           this text
 
 Environment: DIFFERENTLY_ADMIN_KEY sets the bootstrap admin key (otherwise one is generated and printed).`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { config: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      config: { type: 'string' },
+      port: { type: 'string' },
+      store: { type: 'string', default: 'memory' },
+      help: { type: 'boolean' },
+    },
     strict: true,
   });
   if (values.help === true) {
@@ -29,10 +36,16 @@ async function main(): Promise<void> {
     values.config === undefined
       ? defaultLocalConfig()
       : parseConfigText(await readFile(values.config, 'utf8'), values.config);
+  if (values.store !== 'memory' && values.store !== 'dynamodb') {
+    throw new Error(`--store must be memory or dynamodb, not ${values.store}`);
+  }
   const fromEnv = process.env.DIFFERENTLY_ADMIN_KEY;
+  const endpoint = process.env.DIFFERENTLY_DYNAMODB_ENDPOINT;
   const runtime = await startLocalRuntime({
     config,
     port,
+    storeKind: values.store,
+    ...(endpoint !== undefined && endpoint !== '' && { dynamodbEndpoint: endpoint }),
     log: consoleLog(),
     ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
   });
@@ -43,6 +56,7 @@ async function main(): Promise<void> {
       `Differently is running at ${runtime.url}`,
       `  admin key: ${keyLine}`,
       `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
+      `  store:     ${values.store}`,
       '',
       'Try:',
       `  curl -s ${runtime.url}/v1/health`,

@@ -11,11 +11,30 @@ import { type ControlPlane, createControlPlane } from '../../lib/control-plane.t
 import { type Log, silentLog } from '../../lib/log.ts';
 import type { QueueName } from '../../lib/queue/port.ts';
 import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
+import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
+import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
+import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
 import { startHttpServer } from './http-server.ts';
 import { SqsPoller } from './sqs-poller.ts';
+
+async function localStore(options: LocalRuntimeOptions): Promise<{ store: Store; stop(): Promise<void> }> {
+  if ((options.storeKind ?? 'memory') === 'memory') return { store: new MemoryStore(), stop: async () => {} };
+  const emulator = options.dynamodbEndpoint === undefined ? await startDynamoDbLocal() : undefined;
+  const client = localDynamoDbClient(options.dynamodbEndpoint ?? emulator?.endpoint ?? '');
+  const tableName = 'differently';
+  await ensureTable(client, tableName);
+  return {
+    store: new DynamoDbStore({ client: documentClient(client), tableName }),
+    async stop() {
+      client.destroy();
+      await emulator?.stop();
+    },
+  };
+}
 
 /** The configuration `npm start` uses without --config: dev mode with the `local` and `fake` pools. */
 export function defaultLocalConfig(): Config {
@@ -31,6 +50,12 @@ export function defaultLocalConfig(): Config {
 
 export interface LocalRuntimeOptions {
   config?: Config;
+  /**
+   * `memory` (default), or `dynamodb`: DynamoDB Local started in this process, or the one at
+   * `dynamodbEndpoint` when given, with the table created if missing.
+   */
+  storeKind?: 'memory' | 'dynamodb';
+  dynamodbEndpoint?: string;
   /** 0 picks a free port. */
   port?: number;
   adminKey?: string;
@@ -74,9 +99,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     },
   });
   const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
+  const backing =
+    options.store === undefined ? await localStore(options) : { store: options.store, stop: async () => {} };
   const plane = createControlPlane({
     config,
-    store: options.store ?? new MemoryStore(),
+    store: backing.store,
     queue: new SqsWorkQueue(sqs.client, sqs.urls),
     pools,
     log,
@@ -110,6 +137,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       await http.stop();
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sqs.stop();
+      await backing.stop();
     },
   };
 }

@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import { verifyOrgChain } from '../audit-log.ts';
 import { requireOrg } from '../auth.ts';
 import { errors } from '../errors.ts';
 import { idPattern } from '../ids.ts';
 import type { SandboxService } from '../sandboxes.ts';
+import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../schemas/audit.ts';
 import { listQuerySchema, pageOf } from '../schemas/common.ts';
 import {
   createSandboxSchema,
@@ -18,12 +20,14 @@ import {
   keySchema,
   orgSchema,
 } from '../schemas/tenancy.ts';
+import type { Store } from '../store/port.ts';
 import type { Tenancy } from '../tenancy.ts';
 import { type RouteDefinition, route } from './types.ts';
 
 export interface RouteDeps {
   tenancy: Tenancy;
   sandboxes: SandboxService;
+  store: Store;
 }
 
 const sandboxParams = z.strictObject({
@@ -58,7 +62,7 @@ function idempotencyKeyOf(header: string | undefined): string | undefined {
 }
 
 export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
-  const { tenancy, sandboxes } = deps;
+  const { tenancy, sandboxes, store } = deps;
   return [
     route({
       method: 'GET',
@@ -198,6 +202,45 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
         status: 200,
         body: await sandboxes.exec(requireOrg(principal), params.id, body),
       }),
+    }),
+
+    route({
+      method: 'GET',
+      path: '/v1/audit',
+      summary: "The organization's audit events, oldest first",
+      auth: 'org',
+      query: listQuerySchema,
+      responses: { 200: pageOf(auditEventSchema) },
+      handle: async ({ principal, query }) => ({
+        status: 200,
+        body: await store.listAudit(requireOrg(principal).orgId, query),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/audit/verify',
+      summary: 'Recompute audit chains (one org, or every org) and report the first broken link',
+      auth: 'admin',
+      query: auditVerifyQuerySchema,
+      responses: { 200: auditVerificationSchema, 404: errorSchema },
+      handle: async ({ query }) => {
+        if (query.orgId !== undefined) {
+          await tenancy.getOrg(query.orgId);
+          return { status: 200, body: { orgId: query.orgId, ...(await verifyOrgChain(store, query.orgId)) } };
+        }
+        let checked = 0;
+        let cursor: string | undefined;
+        do {
+          const page = await store.listOrgs({ cursor, limit: 100 });
+          for (const org of page.items) {
+            const result = await verifyOrgChain(store, org.id);
+            checked += result.checked;
+            if (!result.ok) return { status: 200, body: { ...result, orgId: org.id, checked } };
+          }
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        return { status: 200, body: { ok: true, checked } };
+      },
     }),
   ];
 }

@@ -66,14 +66,4 @@ export const usageSchema = z.object({
   snapshots: z.number(),
 });
 
-export const auditEventSchema = z.object({
-  orgId: z.string(),
-  seq: z.int(),
-  at: z.string(),
-  actor: z.string(),
-  action: z.string(),
-  target: z.string(),
-  details: z.record(z.string(), z.unknown()),
-  prevHash: z.string(),
-  hash: z.string(),
-});
+export { auditEventSchema } from '../schemas/audit.ts';
