@@ -1,0 +1,2 @@
+/** npm run bench: every benchmark in turn, each printing its own figures. */
+await import('./store.bench.ts');

@@ -1,0 +1,234 @@
+/**
+ * Store benchmark against DynamoDB Local (npm run bench). Prints figures and ratios; asserts nothing.
+ *
+ * 1. Admission + activation latency for one org with 10 and with 5,000 live sandboxes, and their ratio
+ *    (goal <= 1.1): quota checks read one usage item, never the org's sandboxes.
+ * 2. DynamoDB requests per sandbox lifecycle create -> running -> exec -> terminate, through the API
+ *    handler and the workers, counted by an SDK middleware (goal <= 8).
+ * 3. Chain-head contention: 100 concurrent creates in one org; transactions retried and p99 latency.
+ */
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../adapters/registry.ts';
+import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
+import type { Principal } from '../lib/auth.ts';
+import { parseConfig } from '../lib/config.ts';
+import { createControlPlane } from '../lib/control-plane.ts';
+import { newId } from '../lib/ids.ts';
+import { silentLog } from '../lib/log.ts';
+import type { WorkQueue } from '../lib/queue/port.ts';
+import { sandboxView } from '../lib/sandbox-records.ts';
+import { provisionSandbox } from '../lib/scheduler/provision.ts';
+import { terminateSandbox } from '../lib/scheduler/terminate.ts';
+import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
+import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
+import { keyOf, sandboxItem } from '../lib/store/dynamodb/items.ts';
+import { ensureTable } from '../lib/store/dynamodb/table.ts';
+import type { SandboxRecord } from '../lib/store/records.ts';
+import { percentile, printTable } from './stats.ts';
+
+const quietQueue: WorkQueue = { send: async () => {}, changeVisibility: async () => {} };
+
+async function main() {
+  const local = await startDynamoDbLocal();
+  const base = localDynamoDbClient(local.endpoint);
+  let requests = 0;
+  base.middlewareStack.add(
+    (next) => async (args) => {
+      requests++;
+      return next(args);
+    },
+    { step: 'initialize', name: 'countRequests' },
+  );
+  const doc = documentClient(base);
+  const tableName = `bench-${Date.now()}`;
+  await ensureTable(base, tableName);
+  const store = new DynamoDbStore({ client: doc, tableName });
+  const fake = new FakeAdapter();
+  const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
+  const plane = createControlPlane({
+    config,
+    store,
+    queue: quietQueue,
+    pools: await buildPools(config, { log: silentLog, adapters: { fake } }),
+    log: silentLog,
+    adminKey: 'bench-admin',
+  });
+
+  try {
+    // 1. Admission + activation with 10 and 5,000 live sandboxes in the org.
+    const quota = {
+      maxCPU: 1_000_000,
+      maxMemoryMiB: 1_000_000_000,
+      maxDiskGiB: 100_000_000,
+      maxSandboxes: 1_000_000,
+    };
+    const rows: string[][] = [];
+    const medians: number[] = [];
+    for (const live of [10, 5000]) {
+      const org = await plane.tenancy.createOrg({ name: `live-${live}`, quota });
+      await seedRunning(org.id, live);
+      const principal = orgPrincipal(org.id);
+      const samples: number[] = [];
+      for (let i = 0; i < 150; i++) {
+        const started = performance.now();
+        const { sandbox } = await plane.sandboxes.create(principal, {});
+        const record = await store.getSandbox(org.id, sandbox.id);
+        if (record === undefined) throw new Error('lost');
+        await store.updateSandbox(record, { status: 'provisioning', pool: 'fake' }, { poolLimit: 0 });
+        samples.push(performance.now() - started);
+      }
+      const median = percentile(samples, 50);
+      medians.push(median);
+      rows.push([String(live), median.toFixed(2), percentile(samples, 99).toFixed(2)]);
+    }
+    printTable('Admission + activation latency (ms), one org', ['live sandboxes', 'p50', 'p99'], rows);
+    console.log(
+      `ratio p50(5000) / p50(10) = ${((medians[1] ?? 0) / (medians[0] ?? 1)).toFixed(3)}  (goal <= 1.1)\n`,
+    );
+
+    // 2. DynamoDB requests per lifecycle, through the API handler and the workers.
+    const org = await plane.tenancy.createOrg({ name: 'lifecycle', quota });
+    const { key } = await plane.tenancy.createKey(org.id, { name: 'bench', role: 'member' });
+    await store.installation();
+    const steps: string[][] = [];
+    const count = async (label: string, work: () => Promise<unknown>) => {
+      const before = requests;
+      await work();
+      steps.push([label, String(requests - before)]);
+      return requests - before;
+    };
+    const http = (method: string, path: string, body?: unknown) =>
+      plane.handleHttp({
+        method,
+        path,
+        query: {},
+        headers: { authorization: `Bearer ${key}` },
+        body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
+        requestId: 'bench',
+      });
+    let id = '';
+    const total =
+      (await count('POST /v1/sandboxes', async () => {
+        const response = await http('POST', '/v1/sandboxes', {});
+        id = (JSON.parse(String(response.body)) as { id: string }).id;
+      })) +
+      (await count('provision worker', () => provisionSandbox(plane, { sandboxId: id, orgId: org.id }))) +
+      (await count('POST /v1/sandboxes/{id}/exec', () =>
+        http('POST', `/v1/sandboxes/${id}/exec`, { command: 'true' }),
+      )) +
+      (await count('DELETE /v1/sandboxes/{id}', () => http('DELETE', `/v1/sandboxes/${id}`))) +
+      (await count('terminate worker', () => terminateSandbox(plane, { sandboxId: id, orgId: org.id }, 1)));
+    printTable(
+      'DynamoDB requests per sandbox lifecycle',
+      ['step', 'requests'],
+      [...steps, ['total', String(total)]],
+    );
+    console.log(`requests per lifecycle = ${total}  (goal <= 8)\n`);
+
+    // 3. Chain-head contention: 100 concurrent creates in one org.
+    const busy = await plane.tenancy.createOrg({ name: 'contended', quota });
+    const principal = orgPrincipal(busy.id);
+    const retriesBefore = store.stats.chainRetries;
+    const transactionsBefore = store.stats.transactions;
+    const latencies = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const started = performance.now();
+        await plane.sandboxes.create(principal, {});
+        return performance.now() - started;
+      }),
+    );
+    const retries = store.stats.chainRetries - retriesBefore;
+    const transactions = store.stats.transactions - transactionsBefore;
+    printTable(
+      '100 concurrent creates in one org (audit chain inline)',
+      ['transactions', 'chain retries', 'retries per create', 'p50 ms', 'p99 ms'],
+      [
+        [
+          String(transactions),
+          String(retries),
+          (retries / 100).toFixed(2),
+          percentile(latencies, 50).toFixed(1),
+          percentile(latencies, 99).toFixed(1),
+        ],
+      ],
+    );
+  } finally {
+    base.destroy();
+    await local.stop();
+  }
+
+  /** Seeds running sandboxes with their usage directly: admission must not read them, so how they got there is moot. */
+  async function seedRunning(orgId: string, count: number) {
+    const now = new Date().toISOString();
+    const records: SandboxRecord[] = Array.from({ length: count }, () => ({
+      ...sandboxTemplate(orgId, now),
+      id: newId('sandbox'),
+    }));
+    for (let i = 0; i < records.length; i += 25) {
+      await doc.send(
+        new BatchWriteCommand({
+          RequestItems: {
+            [tableName]: records.slice(i, i + 25).map((r) => ({ PutRequest: { Item: sandboxItem(r) } })),
+          },
+        }),
+      );
+    }
+    await doc.send(
+      new BatchWriteCommand({
+        RequestItems: {
+          [tableName]: [
+            {
+              PutRequest: {
+                Item: {
+                  ...keyOf.usage(orgId),
+                  cpu: count,
+                  memoryMiB: count * 1024,
+                  diskGiB: count * 10,
+                  sandboxes: count,
+                  snapshots: 0,
+                },
+              },
+            },
+          ],
+        },
+      }),
+    );
+    // The API view of a seeded record must parse, or the seed is not what the store would hold.
+    sandboxView(records[0] ?? sandboxTemplate(orgId, now));
+  }
+}
+
+function orgPrincipal(orgId: string): Extract<Principal, { kind: 'org' }> {
+  return { kind: 'org', orgId, keyId: 'key_bench', role: 'member', projectId: null };
+}
+
+function sandboxTemplate(orgId: string, now: string): SandboxRecord {
+  return {
+    id: newId('sandbox'),
+    orgId,
+    projectId: null,
+    status: 'running',
+    statusMessage: null,
+    version: 3,
+    pool: 'fake',
+    backendRef: 'fake_seeded',
+    template: null,
+    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
+    labels: {},
+    capabilities: [],
+    env: {},
+    ttlSeconds: 3600,
+    queueTimeoutSeconds: null,
+    allowedPools: null,
+    regions: null,
+    fromSnapshot: null,
+    attempts: 0,
+    placement: { pool: 'fake', rejected: [], decidedAt: now },
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: null,
+  };
+}
+
+await main();
