@@ -20,7 +20,7 @@ import {
   type SandboxView,
 } from './schemas/sandboxes.ts';
 import type { Page, PageRequest, SandboxFilter, Store } from './store/port.ts';
-import type { SandboxRecord } from './store/records.ts';
+import type { OrgRecord, SandboxRecord } from './store/records.ts';
 
 export interface SandboxServiceDeps {
   store: Store;
@@ -33,6 +33,8 @@ export interface SandboxServiceDeps {
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
+const orgCacheMs = 60_000;
+
 /** How long an Idempotency-Key is remembered. */
 export const idempotencyWindowSeconds = 24 * 3600;
 
@@ -40,6 +42,7 @@ export const idempotencyWindowSeconds = 24 * 3600;
 export class SandboxService {
   readonly #deps: SandboxServiceDeps;
   readonly #now: () => Date;
+  readonly #orgs = new Map<string, { org: OrgRecord; until: number }>();
 
   constructor(deps: SandboxServiceDeps) {
     this.#deps = deps;
@@ -67,9 +70,7 @@ export class SandboxService {
       }
     }
     const resources = resourcesSchema.parse(request.resources ?? defaultResources);
-    const org = await this.#deps.store.getOrg(principal.orgId);
-    if (org === undefined) throw errors.notFound('org', principal.orgId);
-    const never = neverFits(resources, org.quota);
+    const never = neverFits(resources, (await this.#org(principal.orgId)).quota);
     if (never !== undefined)
       throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
     const nowDate = this.#now();
@@ -177,6 +178,19 @@ export class SandboxService {
       throw errors.notFound('sandbox', id);
     }
     return record;
+  }
+
+  /**
+   * The org, cached per container for a minute: only the early "can never fit" check reads it, and a
+   * quota change reaches enforcement at once through the usage item's headroom, not through this copy.
+   */
+  async #org(orgId: string): Promise<OrgRecord> {
+    const cached = this.#orgs.get(orgId);
+    if (cached !== undefined && cached.until > Date.now()) return cached.org;
+    const org = await this.#deps.store.getOrg(orgId);
+    if (org === undefined) throw errors.notFound('org', orgId);
+    this.#orgs.set(orgId, { org, until: Date.now() + orgCacheMs });
+    return org;
   }
 
   #projectFor(principal: OrgPrincipal, requested: string | undefined): string | null {

@@ -420,6 +420,19 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
         expect((await store.auditHead(org.id)).seq).toBe(41);
       });
 
+      it('keeps one chain when two handles on the same state append at once', async () => {
+        const first = await subject.create();
+        const org = await newOrg(first);
+        const second = await subject.create({ shared: true });
+        await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            (i % 2 === 0 ? first : second).appendAudit(org.id, { ...admin, target: `t${i}` }),
+          ),
+        );
+        expect(await verifyOrgChain(first, org.id)).toEqual({ ok: true, checked: 31 });
+        expect(await verifyOrgChain(second, org.id)).toEqual({ ok: true, checked: 31 });
+      });
+
       it('records each change with actor, action, target and the chain fields', async () => {
         const store = await subject.create();
         const org = await newOrg(store);

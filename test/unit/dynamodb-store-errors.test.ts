@@ -30,25 +30,22 @@ describe('DynamoDbStore under AWS errors', () => {
     mock.reset();
   });
 
-  it('retries a transaction that lost to a concurrent one, then succeeds', async () => {
-    mock.on(GetCommand).resolves({ Item: { PK: 'ORG#o', SK: 'AUDITHEAD', seq: 3, hash: 'a'.repeat(64) } });
+  it('retries a change that lost to a concurrent transaction, then succeeds', async () => {
     mock
       .on(TransactWriteCommand)
-      .rejectsOnce(canceled(['TransactionConflict', 'None']))
-      .rejectsOnce(canceled(['None', 'TransactionConflict']))
+      .rejectsOnce(canceled(['TransactionConflict', 'None', 'None']))
+      .rejectsOnce(canceled(['None', 'TransactionConflict', 'None']))
       .resolves({});
-    const store = new DynamoDbStore({ client: doc, tableName: 't' });
-    const event = await store.appendAudit('org_1', audit);
-    expect(event.seq).toBe(4);
+    const store = new DynamoDbStore({ client: doc, tableName: 't', linkInline: false });
+    await store.createKey(keyRecord(), audit);
     expect(mock.commandCalls(TransactWriteCommand).length).toBe(3);
-    expect(store.stats.chainRetries).toBe(2);
+    expect(store.stats.conflictRetries).toBe(2);
   });
 
-  it('answers 503 with retryable when the chain stays contended', async () => {
-    mock.on(GetCommand).resolves({ Item: { PK: 'ORG#o', SK: 'AUDITHEAD', seq: 3, hash: 'a'.repeat(64) } });
-    mock.on(TransactWriteCommand).rejects(canceled(['None', 'ConditionalCheckFailed']));
-    const store = new DynamoDbStore({ client: doc, tableName: 't', maxChainRetries: 3 });
-    const error = await store.appendAudit('org_1', audit).catch((e: unknown) => e);
+  it('answers 503 with retryable when conflicts persist', async () => {
+    mock.on(TransactWriteCommand).rejects(canceled(['None', 'TransactionConflict', 'None']));
+    const store = new DynamoDbStore({ client: doc, tableName: 't', maxChainRetries: 3, linkInline: false });
+    const error = await store.createKey(keyRecord(), audit).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'provider_unavailable', details: { retryable: true } });
     expect(mock.commandCalls(TransactWriteCommand).length).toBe(4);
@@ -75,7 +72,7 @@ describe('DynamoDbStore under AWS errors', () => {
           : { Item: sandboxItemFor() },
       );
     mock.on(TransactWriteCommand).rejects(canceled(['ConditionalCheckFailed', 'None', 'None']));
-    const store = new DynamoDbStore({ client: doc, tableName: 't' });
+    const store = new DynamoDbStore({ client: doc, tableName: 't', linkInline: false });
     const record = sandboxItemFor();
     const error = await store
       .updateSandbox(record, { statusMessage: 'x' }, { audit })
@@ -84,6 +81,19 @@ describe('DynamoDbStore under AWS errors', () => {
     expect(mock.commandCalls(TransactWriteCommand).length).toBe(1);
   });
 });
+
+function keyRecord() {
+  return {
+    id: 'key_1',
+    orgId: 'org_1',
+    name: 'k',
+    role: 'member' as const,
+    projectId: null,
+    secretHash: 'a'.repeat(64),
+    createdAt: '2026-01-01T00:00:00.000Z',
+    revokedAt: null,
+  };
+}
 
 function sandboxItemFor() {
   return {

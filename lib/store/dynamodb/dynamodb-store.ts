@@ -8,6 +8,7 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
 import { ApiError, errors } from '../../errors.ts';
 import { newId } from '../../ids.ts';
@@ -37,7 +38,7 @@ import {
   sandboxRecordSchema,
   usageSchema,
 } from '../records.ts';
-import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey } from './items.ts';
+import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey, usageItem } from './items.ts';
 import { tableKeys } from './table.ts';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -68,15 +69,36 @@ export interface DynamoDbStoreOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
   now?: () => Date;
-  /** How often a write retries when another write of the same org moved the audit chain head first. */
+  /** How often a write or a link is retried when a concurrent transaction got there first. */
   maxChainRetries?: number;
+  /**
+   * Link audit outbox items into the chain right after each write (default). Off, linking happens when
+   * the chain is read or when linkAudit is called (the sweep).
+   */
+  linkInline?: boolean;
 }
 
-/** Counters the benchmark reads: how often chain-head contention forced a write to be redone. */
+/** Counters the benchmark reads. */
 export interface DynamoDbStoreStats {
   transactions: number;
-  chainRetries: number;
+  /** Changes redone because a concurrent transaction touched the same item (TransactionConflict). */
+  conflictRetries: number;
+  /** Transactions that linked outbox items into a chain, and link attempts another linker beat. */
+  linkTransactions: number;
+  linkRetries: number;
 }
+
+/** Outbox items linked per transaction: 2 actions each plus the head stay within the 100-action limit. */
+const outboxBatch = 25;
+
+const outboxItemSchema = z.object({
+  SK: z.string(),
+  at: z.string(),
+  actor: z.string(),
+  action: z.string(),
+  target: z.string(),
+  details: z.record(z.string(), z.unknown()),
+});
 
 /**
  * The store on one DynamoDB table (docs/store.md). Every change is one TransactWriteItems with its
@@ -89,13 +111,22 @@ export class DynamoDbStore implements Store {
   readonly #now: () => Date;
   readonly #maxChainRetries: number;
   #installation: string | undefined;
-  readonly stats: DynamoDbStoreStats = { transactions: 0, chainRetries: 0 };
+  readonly #linkInline: boolean;
+  readonly #linking = new Map<string, Promise<void>>();
+  readonly #linkAgain = new Set<string>();
+  readonly stats: DynamoDbStoreStats = {
+    transactions: 0,
+    conflictRetries: 0,
+    linkTransactions: 0,
+    linkRetries: 0,
+  };
 
   constructor(options: DynamoDbStoreOptions) {
     this.#doc = options.client;
     this.#table = options.tableName;
     this.#now = options.now ?? (() => new Date());
     this.#maxChainRetries = options.maxChainRetries ?? 25;
+    this.#linkInline = options.linkInline ?? true;
   }
 
   async installation(): Promise<string> {
@@ -130,13 +161,13 @@ export class DynamoDbStore implements Store {
   }
 
   async createOrg(org: OrgRecord, audit: AuditInput): Promise<void> {
-    await this.#chained(org.id, audit, () => [
+    await this.#write(org.id, audit, () => [
       put(
         'org',
         { ...keyOf.org(org.id), GSI1PK: orgsParent, GSI1SK: org.id, ...org },
         'attribute_not_exists(PK)',
       ),
-      put('usage', { ...keyOf.usage(org.id), ...zeroUsage }, 'attribute_not_exists(PK)'),
+      put('usage', usageItem(org.id, zeroUsage, org.quota), 'attribute_not_exists(PK)'),
     ]).catch((error: unknown) => {
       if (error instanceof Canceled) throw errors.conflict(`org ${org.id} already exists`);
       throw error;
@@ -161,7 +192,7 @@ export class DynamoDbStore implements Store {
   }
 
   async createKey(key: KeyRecord, audit: AuditInput): Promise<void> {
-    await this.#chained(key.orgId, audit, () => [
+    await this.#write(key.orgId, audit, () => [
       check('org', keyOf.org(key.orgId), 'attribute_exists(PK)'),
       put(
         'key',
@@ -198,7 +229,7 @@ export class DynamoDbStore implements Store {
     if (key === undefined) throw errors.notFound('key', id);
     if (key.revokedAt !== null) return key;
     try {
-      await this.#chained(key.orgId, audit, () => [
+      await this.#write(key.orgId, audit, () => [
         {
           label: 'key',
           item: {
@@ -238,7 +269,7 @@ export class DynamoDbStore implements Store {
   ): Promise<CreateSandboxResult> {
     const now = this.#now().toISOString();
     try {
-      await this.#chained(sandbox.orgId, audit, () => [
+      await this.#write(sandbox.orgId, audit, () => [
         check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
         put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
         ...(idempotency === undefined
@@ -344,10 +375,6 @@ export class DynamoDbStore implements Store {
   ): Promise<SandboxRecord> {
     const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
     const delta = usageDelta(current, next);
-    const increases = usageLimits.filter(
-      ({ field }) => field !== 'snapshots' && (delta.org[field as keyof typeof delta.org] ?? 0) > 0,
-    );
-    const quota = increases.length > 0 ? await this.#quotaOf(current.orgId) : undefined;
     const actions = (): Action[] => {
       const list: Action[] = [
         put('sandbox', sandboxItem(next), 'version = :version AND #status = :status', {
@@ -355,7 +382,7 @@ export class DynamoDbStore implements Store {
           values: { ':version': current.version, ':status': current.status },
         }),
       ];
-      const usage = usageUpdate(current.orgId, delta.org, quota, this.#table);
+      const usage = usageUpdate(current.orgId, delta.org, this.#table);
       if (usage !== undefined) list.push(usage);
       for (const [pool, change] of Object.entries(delta.pools)) {
         const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
@@ -364,7 +391,7 @@ export class DynamoDbStore implements Store {
       return list;
     };
     try {
-      await this.#chained(current.orgId, options.audit, actions);
+      await this.#write(current.orgId, options.audit, actions);
       return next;
     } catch (error) {
       if (!(error instanceof Canceled)) throw error;
@@ -377,8 +404,12 @@ export class DynamoDbStore implements Store {
           actual: { version: stored.version, status: stored.status },
         });
       }
-      if (labels.has('usage') && quota !== undefined) {
-        const over = exceededQuota(await this.getUsage(current.orgId), delta.org, quota);
+      if (labels.has('usage')) {
+        const over = exceededQuota(
+          await this.getUsage(current.orgId),
+          delta.org,
+          await this.#quotaOf(current.orgId),
+        );
         throw over === undefined
           ? errors.quotaExceeded("the org's quota would be exceeded")
           : quotaExceeded(over);
@@ -403,24 +434,37 @@ export class DynamoDbStore implements Store {
     return org.quota;
   }
 
+  /** Appends one event now, on the current head; a linker or another append that moved the head first is retried. */
   async appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {
-    const event = await this.#chained(orgId, audit, () => []);
-    if (event === undefined) throw new Error('no audit event was written');
-    return event;
+    for (let attempt = 0; ; attempt++) {
+      const head = await this.#readHead(orgId);
+      const event = chainEvent(orgId, head, audit, this.#now().toISOString());
+      try {
+        await this.#transact([
+          put('audit-event', auditItem(event), 'attribute_not_exists(PK)'),
+          headPut(orgId, head, event),
+        ]);
+        return event;
+      } catch (error) {
+        if (!(error instanceof Canceled)) throw error;
+        this.stats.linkRetries++;
+        if (attempt >= this.#maxChainRetries) {
+          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
+        }
+        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
+      }
+    }
   }
 
   async auditHead(orgId: string): Promise<ChainHead> {
-    const item = await this.#get(keyOf.chainHead(orgId));
-    if (item === undefined) return genesisHead;
-    const { seq, hash } = item;
-    if (typeof seq !== 'number' || typeof hash !== 'string')
-      throw new Error(`the chain head of ${orgId} is corrupt`);
-    return { seq, hash };
+    await this.linkAudit(orgId);
+    return this.#readHead(orgId);
   }
 
   async listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
+    await this.linkAudit(orgId);
     const after = Number(decodeCursor(page.cursor) ?? '0');
-    const result = await this.#queryPage(
+    return this.#queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND SK > :after',
         ExpressionAttributeValues: { ':pk': keyOf.auditEvent(orgId, 0).PK, ':after': `EVT#${seqKey(after)}` },
@@ -429,52 +473,124 @@ export class DynamoDbStore implements Store {
       (item) => auditEventSchema.parse(item),
       (event) => String(event.seq),
     );
-    return result;
+  }
+
+  async #readHead(orgId: string): Promise<ChainHead> {
+    const item = await this.#get(keyOf.chainHead(orgId));
+    if (item === undefined) return genesisHead;
+    const { seq, hash } = item;
+    if (typeof seq !== 'number' || typeof hash !== 'string')
+      throw new Error(`the chain head of ${orgId} is corrupt`);
+    return { seq, hash };
   }
 
   /**
-   * Runs a transaction that also appends `audit` to the org's chain: the event and the new head are
-   * written with a condition on the head read just before. When another write of the same org moved
-   * the head first, only the chain part lost: the whole transaction is rebuilt on the new head and
-   * retried with jitter. Any other cancellation is the caller's to interpret.
+   * Links the org's pending outbox items into its audit chain, oldest first, and resolves when none is
+   * left. Within this process one drain runs per org at a time (a call during a drain makes it look
+   * again); across processes the head condition keeps every chain single: a linker that loses re-reads
+   * and continues where the winner stopped.
    */
-  async #chained(
-    orgId: string,
-    audit: AuditInput | undefined,
-    build: () => Action[],
-  ): Promise<AuditEvent | undefined> {
+  linkAudit(orgId: string): Promise<void> {
+    const running = this.#linking.get(orgId);
+    if (running !== undefined) {
+      this.#linkAgain.add(orgId);
+      return running;
+    }
+    const drain = (async () => {
+      try {
+        do {
+          this.#linkAgain.delete(orgId);
+          await this.#linkOutbox(orgId);
+        } while (this.#linkAgain.has(orgId));
+      } finally {
+        this.#linking.delete(orgId);
+      }
+    })();
+    this.#linking.set(orgId, drain);
+    return drain;
+  }
+
+  async #linkOutbox(orgId: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const pending = await this.#call((doc) =>
+        doc.send(
+          new QueryCommand({
+            TableName: this.#table,
+            KeyConditionExpression: 'PK = :pk',
+            ExpressionAttributeValues: { ':pk': keyOf.outbox(orgId, '').PK },
+            ConsistentRead: true,
+            Limit: outboxBatch,
+          }),
+        ),
+      );
+      const items = (pending.Items ?? []).map((item) => outboxItemSchema.parse(item));
+      if (items.length === 0) return;
+      let head = await this.#readHead(orgId);
+      const previous = head;
+      const events = items.map((item) => {
+        const { actor, action, target, details } = item;
+        const event = chainEvent(orgId, head, { actor, action, target, details }, item.at);
+        head = event;
+        return { outboxId: item.SK, event };
+      });
+      const actions: Action[] = [
+        ...events.map(({ event }) => put('audit-event', auditItem(event), 'attribute_not_exists(PK)')),
+        ...events.map(({ outboxId }) => del('outbox', keyOf.outbox(orgId, outboxId), 'attribute_exists(PK)')),
+        previous.seq === 0
+          ? put(
+              'audit-head',
+              { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash },
+              'attribute_not_exists(PK)',
+            )
+          : put('audit-head', { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash }, 'seq = :seq', {
+              values: { ':seq': previous.seq },
+            }),
+      ];
+      try {
+        await this.#transact(actions);
+        this.stats.linkTransactions++;
+      } catch (error) {
+        if (!(error instanceof Canceled)) throw error;
+        // Another linker linked some of these first: read again and continue after it.
+        this.stats.linkRetries++;
+        if (attempt >= this.#maxChainRetries)
+          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
+        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
+      }
+    }
+  }
+
+  /**
+   * Runs a change as one transaction. Its audit record goes in as an outbox item of the org, with no
+   * condition on the chain head, so changes of one org never contend on it; the ordered linker puts it
+   * into the chain right after. A transaction that lost to a concurrent one is retried a few times;
+   * every other cancellation is the caller's to interpret.
+   */
+  async #write(orgId: string, audit: AuditInput | undefined, build: () => Action[]): Promise<void> {
+    const outboxId = newId('key').slice(4);
     for (let attempt = 0; ; attempt++) {
       const actions = build();
-      let event: AuditEvent | undefined;
       if (audit !== undefined) {
-        const head = await this.auditHead(orgId);
-        event = chainEvent(orgId, head, audit, this.#now().toISOString());
-        actions.push(put('audit-event', auditItem(event), 'attribute_not_exists(PK)'));
         actions.push(
-          head.seq === 0
-            ? put(
-                'audit-head',
-                { ...keyOf.chainHead(orgId), seq: event.seq, hash: event.hash },
-                'attribute_not_exists(PK)',
-              )
-            : put(
-                'audit-head',
-                { ...keyOf.chainHead(orgId), seq: event.seq, hash: event.hash },
-                'seq = :seq',
-                {
-                  values: { ':seq': head.seq },
-                },
-              ),
+          put(
+            'outbox',
+            { ...keyOf.outbox(orgId, outboxId), orgId, at: this.#now().toISOString(), ...audit },
+            'attribute_not_exists(PK)',
+          ),
         );
       }
       try {
         await this.#transact(actions);
-        return event;
+        if (audit !== undefined && this.#linkInline) {
+          this.linkAudit(orgId).catch(() => {
+            // The items stay in the outbox; the next link of this org (any write, read or the sweep) takes them.
+          });
+        }
+        return;
       } catch (error) {
         if (!(error instanceof Canceled)) throw error;
         const retryable = error.failed.every(
-          (f) =>
-            f.label.startsWith('audit-') || f.code === 'TransactionConflict' || f.code === 'ThrottlingError',
+          (f) => f.code === 'TransactionConflict' || f.code === 'ThrottlingError',
         );
         if (!retryable) throw error;
         if (attempt >= this.#maxChainRetries) {
@@ -485,7 +601,7 @@ export class DynamoDbStore implements Store {
             },
           );
         }
-        this.stats.chainRetries++;
+        this.stats.conflictRetries++;
         await sleep(Math.random() * Math.min(5 * 2 ** attempt, 200));
       }
     }
@@ -600,6 +716,18 @@ function put(
   };
 }
 
+/** The chain head moves from `from` to `to` only if nobody moved it since it was read. */
+function headPut(orgId: string, from: ChainHead, to: ChainHead): Action {
+  const item = { ...keyOf.chainHead(orgId), seq: to.seq, hash: to.hash };
+  return from.seq === 0
+    ? put('audit-head', item, 'attribute_not_exists(PK)')
+    : put('audit-head', item, 'seq = :seq', { values: { ':seq': from.seq } });
+}
+
+function del(label: string, key: Record<string, string>, condition: string): Action {
+  return { label, item: { Delete: { TableName: '', Key: key, ConditionExpression: condition } } };
+}
+
 function check(label: string, key: Record<string, string>, condition: string): Action {
   return { label, item: { ConditionCheck: { TableName: '', Key: key, ConditionExpression: condition } } };
 }
@@ -613,15 +741,10 @@ function withTable(item: TransactItem, table: string): TransactItem {
 }
 
 /**
- * ADDs the org's usage change; every increase carries its bound computed in code, since a condition
- * cannot add: `used <= limit - requested`.
+ * ADDs the org's usage change and takes it from the headroom in the same update; every increase is
+ * conditional on the headroom covering it (`free >= requested`), so no read of the quota is needed.
  */
-function usageUpdate(
-  orgId: string,
-  delta: Omit<Usage, 'snapshots'>,
-  quota: Quota | undefined,
-  table: string,
-): Action | undefined {
+function usageUpdate(orgId: string, delta: Omit<Usage, 'snapshots'>, table: string): Action | undefined {
   const changed = (Object.entries(delta) as [keyof typeof delta, number][]).filter(
     ([, value]) => value !== 0,
   );
@@ -631,16 +754,10 @@ function usageUpdate(
   const conditions = ['attribute_exists(PK)'];
   for (const [field, value] of changed) {
     names[`#${field}`] = field;
+    names[`#free_${field}`] = `free_${field}`;
     values[`:${field}`] = value;
-    const limit = usageLimits.find((l) => l.field === field)?.limit;
-    if (value > 0 && quota !== undefined && limit !== undefined) {
-      const bound = Math.round((quota[limit] - value) * 1000) / 1000;
-      if (bound < 0) {
-        throw quotaExceeded({ field, limit: quota[limit], used: 0, requested: value });
-      }
-      values[`:${field}Max`] = bound;
-      conditions.push(`#${field} <= :${field}Max`);
-    }
+    values[`:free_${field}`] = -value;
+    if (value > 0) conditions.push(`#free_${field} >= :${field}`);
   }
   return {
     label: 'usage',
@@ -648,7 +765,7 @@ function usageUpdate(
       Update: {
         TableName: table,
         Key: keyOf.usage(orgId),
-        UpdateExpression: `ADD ${changed.map(([field]) => `#${field} :${field}`).join(', ')}`,
+        UpdateExpression: `ADD ${changed.map(([field]) => `#${field} :${field}, #free_${field} :free_${field}`).join(', ')}`,
         ConditionExpression: conditions.join(' AND '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,

@@ -1,4 +1,6 @@
 import type { AuditEvent } from '../../audit.ts';
+import { type Usage, usageLimits } from '../../quota.ts';
+import type { Quota } from '../../schemas/tenancy.ts';
 import { indexedStatuses } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
 
@@ -13,6 +15,8 @@ export const keyOf = {
   sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
+  /** Audit records waiting to be linked into the org's chain, in write order. */
+  outbox: (orgId: string, id: string) => ({ PK: `ORG#${orgId}#OUTBOX`, SK: id }),
 };
 
 export const orgsParent = 'ORGS';
@@ -27,13 +31,27 @@ export function seqKey(seq: number): string {
 export function sandboxItem(record: SandboxRecord): Record<string, unknown> {
   const live = indexedStatuses.has(record.status);
   return {
-    ...keyOf.sandbox(record.orgId, record.id),
     ...record,
+    ...keyOf.sandbox(record.orgId, record.id),
     ...(live && { GSI2PK: `STATUS#${record.status}`, GSI2SK: `${record.updatedAt}#${record.id}` }),
     ...(live && record.pool !== null && { GSI3PK: `POOL#${record.pool}`, GSI3SK: record.id }),
   };
 }
 
 export function auditItem(event: AuditEvent): Record<string, unknown> {
-  return { ...keyOf.auditEvent(event.orgId, event.seq), ...event };
+  return { ...event, ...keyOf.auditEvent(event.orgId, event.seq) };
+}
+
+/**
+ * An org's usage item: what is in use and, per quota, what is still free. Conditions can compare but
+ * not add, so activation checks `free >= requested` on this one item and never reads the quota.
+ */
+export function usageItem(orgId: string, usage: Usage, quota: Quota): Record<string, unknown> {
+  return {
+    ...keyOf.usage(orgId),
+    ...usage,
+    ...Object.fromEntries(
+      usageLimits.map(({ field, limit }) => [`free_${field}`, quota[limit] - usage[field]]),
+    ),
+  };
 }
