@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
 import { ApiError, errors } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../quota.ts';
+import { exceededQuota, type Usage, usageDelta, zeroUsage } from '../../quota.ts';
 import type { SandboxStatus } from '../../sandbox-state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { decodeCursor, encodeCursor } from '../cursor.ts';
