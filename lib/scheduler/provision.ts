@@ -174,8 +174,9 @@ async function createOn(
   const name = pool.config.name;
   const adapter = deps.pools.adapterOf(name);
   const context = { sandboxId: record.id, orgId: record.orgId, pool: name, attempt: record.attempts + 1 };
+  const installation = await deps.store.installation();
+  let ref: string;
   try {
-    const installation = await deps.store.installation();
     const instance = await adapter.create(
       {
         id: record.id,
@@ -195,9 +196,7 @@ async function createOn(
       },
       { signal: AbortSignal.timeout(deps.config.scheduler.provisionTimeoutSeconds * 1000) },
     );
-    await markRunning(deps, record, instance.ref, now());
-    deps.log.info('sandbox running', { ...context, backendRef: instance.ref });
-    return { kind: 'result', result: done };
+    ref = instance.ref;
   } catch (error) {
     const code = isApiError(error) ? error.code : 'internal';
     const reason = error instanceof Error ? error.message : String(error);
@@ -231,6 +230,11 @@ async function createOn(
         };
     }
   }
+  // Outside the try: a failed write here is the store's, not the backend's. It propagates, the record
+  // stays provisioning with its reservation, and the redelivered message reuses the instance.
+  await markRunning(deps, record, ref, now());
+  deps.log.info('sandbox running', { ...context, backendRef: ref });
+  return { kind: 'result', result: done };
 }
 
 function queueDeadlinePassed(record: SandboxRecord, now: Date): boolean {
