@@ -12,6 +12,8 @@ export const env = {
   tableName: 'DIFFERENTLY_TABLE_NAME',
   provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
+  provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',
+  terminateDlqUrl: 'DIFFERENTLY_TERMINATE_DLQ_URL',
   sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',
 } as const;
 

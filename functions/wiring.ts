@@ -6,7 +6,7 @@ import { buildPools } from '../adapters/registry.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
 import type { Log } from '../lib/log.ts';
-import { SqsWorkQueue } from '../lib/queue/sqs.ts';
+import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
@@ -45,9 +45,15 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const log = powertoolsLog();
   const endpoint = process.env[env.sqsEndpoint];
   const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
+  const provisionDlq = process.env[env.provisionDlqUrl];
+  const terminateDlq = process.env[env.terminateDlqUrl];
   return createControlPlane({
     config,
     store: storeFromEnv(),
+    ...(provisionDlq &&
+      terminateDlq && {
+        deadLetters: new SqsDeadLetters(sqs, { provision: provisionDlq, terminate: terminateDlq }),
+      }),
     queue: new SqsWorkQueue(sqs, {
       provision: vars[env.provisionQueueUrl] ?? '',
       terminate: vars[env.terminateQueueUrl] ?? '',

@@ -46,8 +46,18 @@ export const configSchema = z
         maxAttempts: z.int().min(1).max(20).default(3),
         provisionTimeoutSeconds: z.int().min(5).max(900).default(120),
         terminateTimeoutSeconds: z.int().min(5).max(900).default(60),
+        /** A queued sandbox idle this long has lost its provision message: the sweep sends a new one. */
+        lostMessageSeconds: z.int().min(60).max(86_400).default(300),
+        /** A termination idle this long is stuck: the sweep sends a new terminate message. */
+        stuckTerminationSeconds: z.int().min(60).max(86_400).default(600),
       })
-      .default({ maxAttempts: 3, provisionTimeoutSeconds: 120, terminateTimeoutSeconds: 60 }),
+      .default({
+        maxAttempts: 3,
+        provisionTimeoutSeconds: 120,
+        terminateTimeoutSeconds: 60,
+        lostMessageSeconds: 300,
+        stuckTerminationSeconds: 600,
+      }),
     api: z
       .strictObject({
         /**

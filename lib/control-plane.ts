@@ -5,7 +5,7 @@ import { apiRoutes } from './http/routes.ts';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import type { Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
-import type { WorkQueue } from './queue/port.ts';
+import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
 import { SandboxService } from './sandboxes.ts';
 import type { Store } from './store/port.ts';
 import { Tenancy } from './tenancy.ts';
@@ -14,6 +14,8 @@ export interface ControlPlaneDeps {
   config: Config;
   store: Store;
   queue: WorkQueue;
+  /** The work queues' dead-letter queues, which the sweep drains. */
+  deadLetters?: DeadLetterSource;
   pools: PoolRegistry;
   log: Log;
   adminKey: string;

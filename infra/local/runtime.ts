@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import { buildPools } from '../../adapters/registry.ts';
 import { createApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
+import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
 import type { QueueName } from '../../lib/queue/port.ts';
-import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
+import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
@@ -20,6 +21,10 @@ import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
 import { startHttpServer } from './http-server.ts';
 import { SqsPoller } from './sqs-poller.ts';
+import { ScheduleTimer } from './timers.ts';
+
+/** The input the EventBridge schedule sends the sweep (events/sweep-schedule.json). */
+const sweepEvent = { source: 'differently.schedule', task: 'sweep' };
 
 async function localStore(options: LocalRuntimeOptions): Promise<{ store: Store; stop(): Promise<void> }> {
   if ((options.storeKind ?? 'memory') === 'memory') return { store: new MemoryStore(), stop: async () => {} };
@@ -65,6 +70,8 @@ export interface LocalRuntimeOptions {
   log?: Log;
   /** Queue settings instead of those derived from the scheduler timeouts (tests shorten them). */
   queues?: Partial<Record<QueueName, QueueSettings>>;
+  /** Seconds between sweeps (EventBridge runs it every minute on AWS); 0 disables the timer. */
+  sweepIntervalSeconds?: number;
 }
 
 export interface LocalRuntime {
@@ -105,6 +112,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     config,
     store: backing.store,
     queue: new SqsWorkQueue(sqs.client, sqs.urls),
+    deadLetters: new SqsDeadLetters(sqs.client, sqs.dlqUrls),
     pools,
     log,
     adminKey,
@@ -127,6 +135,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     }),
   ];
   for (const poller of pollers) poller.start();
+  const timers: ScheduleTimer[] = [];
+  const sweepSeconds = options.sweepIntervalSeconds ?? 30;
+  if (sweepSeconds > 0) {
+    const sweepHandler = createSweepHandler(plane);
+    timers.push(new ScheduleTimer('sweep', sweepSeconds * 1000, () => sweepHandler(sweepEvent), log));
+  }
+  for (const timer of timers) timer.start();
   const http = await startHttpServer(createApiHandler(plane), options.port ?? 0);
   return {
     url: http.url,
@@ -135,6 +150,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     sqs,
     async stop() {
       await http.stop();
+      await Promise.all(timers.map((timer) => timer.stop()));
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sqs.stop();
       await backing.stop();

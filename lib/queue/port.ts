@@ -19,3 +19,15 @@ export interface WorkQueue {
   /** Backoff: the message reappears after `seconds` (the worker then reports it as a batch failure). */
   changeVisibility(queue: QueueName, receiptHandle: string, seconds: number): Promise<void>;
 }
+
+/** A message that exhausted its queue's maxReceiveCount. */
+export interface DeadLetter {
+  body: string;
+  receiveCount: number;
+  /** Removes it from the dead-letter queue once handled. */
+  ack(): Promise<void>;
+}
+
+export interface DeadLetterSource {
+  receive(queue: QueueName, max: number): Promise<DeadLetter[]>;
+}

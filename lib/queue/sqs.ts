@@ -1,5 +1,11 @@
-import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueName, SendOptions, WorkMessage, WorkQueue } from './port.ts';
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { DeadLetter, DeadLetterSource, QueueName, SendOptions, WorkMessage, WorkQueue } from './port.ts';
 
 /** SQS caps DelaySeconds and visibility at these values. */
 const maxDelaySeconds = 900;
@@ -42,4 +48,36 @@ export class SqsWorkQueue implements WorkQueue {
 
 function clamp(seconds: number, max: number): number {
   return Math.min(Math.max(Math.round(seconds), 0), max);
+}
+
+/** Reads the dead-letter queues so the sweep can surface what they hold. */
+export class SqsDeadLetters implements DeadLetterSource {
+  readonly #client: SQSClient;
+  readonly #urls: Record<QueueName, string>;
+
+  constructor(client: SQSClient, dlqUrls: Record<QueueName, string>) {
+    this.#client = client;
+    this.#urls = dlqUrls;
+  }
+
+  async receive(queue: QueueName, max: number): Promise<DeadLetter[]> {
+    const url = this.#urls[queue];
+    const result = await this.#client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: Math.min(Math.max(max, 1), 10),
+        WaitTimeSeconds: 0,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    return (result.Messages ?? []).map((message) => ({
+      body: message.Body ?? '',
+      receiveCount: Number(message.Attributes?.ApproximateReceiveCount ?? '0'),
+      ack: async () => {
+        await this.#client.send(
+          new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle ?? '' }),
+        );
+      },
+    }));
+  }
 }

@@ -7,6 +7,7 @@ import { transitionSandbox } from '../sandbox-records.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import { capacityRetrySeconds, provisionBackoffSeconds, quotaWaitSeconds } from './backoff.ts';
+import { noteProgress } from './heartbeat.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 import { rankPools } from './placement.ts';
 
@@ -304,17 +305,13 @@ async function requeue(
   );
 }
 
-/** Records why a queued sandbox waits; a provisioning one goes back to queued. */
+/** Records why a queued sandbox waits (a heartbeat for the sweep); a provisioning one goes back to queued. */
 async function wait(deps: ProvisionDeps, record: SandboxRecord, reason: string): Promise<void> {
   if (record.status === 'provisioning') {
     await requeue(deps, record, reason);
     return;
   }
-  if (record.statusMessage === reason) return;
-  await deps.store.updateSandbox(record, {
-    statusMessage: reason,
-    updatedAt: (deps.now?.() ?? new Date()).toISOString(),
-  });
+  await noteProgress(deps.store, record, reason, deps.now?.() ?? new Date());
 }
 
 function describe(rejected: { pool: string; reason: string }[]): string {

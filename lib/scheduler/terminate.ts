@@ -6,6 +6,7 @@ import type { WorkMessage } from '../queue/port.ts';
 import { transitionSandbox } from '../sandbox-records.ts';
 import type { Store } from '../store/port.ts';
 import { terminateBackoffSeconds } from './backoff.ts';
+import { noteProgress } from './heartbeat.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 
 export interface TerminateDeps {
@@ -45,6 +46,10 @@ export async function terminateSandbox(
       } catch (error) {
         if (!isApiError(error) || error.code !== 'not_found') {
           const delaySeconds = terminateBackoffSeconds(receiveCount);
+          const reason = error instanceof Error ? error.message : String(error);
+          await noteProgress(deps.store, record, `delete failed, retrying: ${reason}`, now()).catch(
+            () => undefined,
+          );
           deps.log.warn('adapter delete failed; will retry', {
             sandboxId: record.id,
             orgId: record.orgId,

@@ -6,6 +6,7 @@ import type { SandboxStatus } from '../sandbox-state.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import {
   type CreateSandboxResult,
+  dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
   type Page,
@@ -143,10 +144,21 @@ export class MemoryStore implements Store {
     return paginate(matches, page);
   }
 
-  async listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>> {
+  async listSandboxesByStatus(
+    status: SandboxStatus,
+    page: PageRequest,
+    options: { dueBefore?: string } = {},
+  ): Promise<Page<SandboxRecord>> {
     if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
-    const matches = [...this.#sandboxes.values()].filter((sandbox) => sandbox.status === status);
-    return paginate(matches, page, (sandbox) => `${sandbox.updatedAt}#${sandbox.id}`);
+    const before = options.dueBefore;
+    const matches = [...this.#sandboxes.values()].filter(
+      (sandbox) => sandbox.status === status && (before === undefined || dueKeyOf(sandbox) < before),
+    );
+    return paginate(matches, page, dueKeyOf);
+  }
+
+  async linkAudit(): Promise<void> {
+    // Events are chained as they are written: nothing waits.
   }
 
   async updateSandbox(

@@ -77,8 +77,15 @@ export interface Store {
   ): Promise<CreateSandboxResult>;
   getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined>;
   listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>>;
-  /** Sandboxes of every org in one status, oldest update first: the sweep's view. Terminal statuses are not indexed. */
-  listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>>;
+  /**
+   * Sandboxes of every org in one status, by their due time (dueTimeOf), earliest first, optionally only
+   * those due before a time: the sweep's view. Terminal statuses are not indexed.
+   */
+  listSandboxesByStatus(
+    status: SandboxStatus,
+    page: PageRequest,
+    options?: { dueBefore?: string },
+  ): Promise<Page<SandboxRecord>>;
   /** Applies `patch` to `current` if it is still what is stored; returns the stored result. */
   updateSandbox(
     current: SandboxRecord,
@@ -87,6 +94,8 @@ export interface Store {
   ): Promise<SandboxRecord>;
 
   appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent>;
+  /** Links audit records still waiting to enter the org's chain (stores that defer linking). */
+  linkAudit(orgId: string): Promise<void>;
   auditHead(orgId: string): Promise<ChainHead>;
   /** Events in seq order; the cursor continues after the last event returned. */
   listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;
@@ -101,3 +110,17 @@ export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
   'paused',
   'terminating',
 ]);
+
+/**
+ * When a live sandbox next needs the sweep's attention: its expiry while it holds an instance (running,
+ * stopped, paused), otherwise its last update (a queued or terminating sandbox idle too long).
+ */
+export function dueTimeOf(record: Pick<SandboxRecord, 'status' | 'expiresAt' | 'updatedAt'>): string {
+  const holds = record.status === 'running' || record.status === 'stopped' || record.status === 'paused';
+  return holds && record.expiresAt !== null ? record.expiresAt : record.updatedAt;
+}
+
+/** The status index's sort key: due time, then id. */
+export function dueKeyOf(record: Pick<SandboxRecord, 'status' | 'expiresAt' | 'updatedAt' | 'id'>): string {
+  return `${dueTimeOf(record)}#${record.id}`;
+}

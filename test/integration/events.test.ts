@@ -3,6 +3,7 @@ import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
+import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { testPlane } from '../helpers/plane.ts';
@@ -63,6 +64,21 @@ describe('events/ drive the handlers they are for', async () => {
     expect(terminated).toEqual({ batchItemFailures: [] });
     expect((await plane.store.getSandbox(org.id, sandbox.id))?.status).toBe('terminated');
     expect(adapters.first.instanceCount() + adapters.second.instanceCount()).toBe(0);
+  });
+
+  it('runs the sweep from the schedule event, and refuses any other event', async () => {
+    const { plane } = await testPlane();
+    const sweepHandler = createSweepHandler(plane);
+    const report = await sweepHandler(await load<unknown>('sweep-schedule.json'));
+    expect(report).toEqual({
+      expired: 0,
+      requeuedProvisions: 0,
+      requeuedTerminations: 0,
+      deadLetteredProvisions: 0,
+      deadLetteredTerminations: 0,
+      skipped: 0,
+    });
+    await expect(sweepHandler({ task: 'reconcile' })).rejects.toThrow(/expects/);
   });
 
   it('reports a malformed record as a batch item failure without failing the others', async () => {

@@ -19,6 +19,7 @@ import { decodeCursor, encodeCursor } from '../cursor.ts';
 import { idempotencyMismatch, quotaExceeded } from '../memory.ts';
 import {
   type CreateSandboxResult,
+  dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
   type Page,
@@ -355,16 +356,36 @@ export class DynamoDbStore implements Store {
     );
   }
 
-  async listSandboxesByStatus(status: SandboxStatus, page: PageRequest): Promise<Page<SandboxRecord>> {
+  async listSandboxesByStatus(
+    status: SandboxStatus,
+    page: PageRequest,
+    options: { dueBefore?: string } = {},
+  ): Promise<Page<SandboxRecord>> {
     if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
+    const after = decodeCursor(page.cursor);
+    const before = options.dueBefore;
+    const conditions = ['GSI2PK = :pk'];
+    const values: Record<string, unknown> = { ':pk': `STATUS#${status}` };
+    if (after !== undefined && before !== undefined) {
+      // BETWEEN is inclusive: start just past the cursor.
+      conditions.push('GSI2SK BETWEEN :after AND :before');
+      Object.assign(values, { ':after': `${after}\u0001`, ':before': before });
+    } else if (after !== undefined) {
+      conditions.push('GSI2SK > :after');
+      values[':after'] = after;
+    } else if (before !== undefined) {
+      conditions.push('GSI2SK < :before');
+      values[':before'] = before;
+    }
     return this.#queryPage(
       {
         IndexName: tableKeys.byStatus.name,
-        ...afterSortKey('GSI2PK', `STATUS#${status}`, 'GSI2SK', decodeCursor(page.cursor)),
+        KeyConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeValues: values,
       },
       page.limit,
       (item) => sandboxRecordSchema.parse(item),
-      (sandbox) => `${sandbox.updatedAt}#${sandbox.id}`,
+      dueKeyOf,
     );
   }
 
@@ -473,6 +494,22 @@ export class DynamoDbStore implements Store {
       (item) => auditEventSchema.parse(item),
       (event) => String(event.seq),
     );
+  }
+
+  /** Audit records of an org not yet linked into its chain (for operators and tests). */
+  async outboxSize(orgId: string): Promise<number> {
+    const result = await this.#call((doc) =>
+      doc.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': keyOf.outbox(orgId, '').PK },
+          ConsistentRead: true,
+          Select: 'COUNT',
+        }),
+      ),
+    );
+    return result.Count ?? 0;
   }
 
   async #readHead(orgId: string): Promise<ChainHead> {

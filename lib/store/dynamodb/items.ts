@@ -1,7 +1,7 @@
 import type { AuditEvent } from '../../audit.ts';
 import { type Usage, usageLimits } from '../../quota.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
-import { indexedStatuses } from '../port.ts';
+import { dueKeyOf, indexedStatuses } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
 
 /** Key builders: every item's key is prefixed by its owner so tenant reads are Queries. */
@@ -33,7 +33,7 @@ export function sandboxItem(record: SandboxRecord): Record<string, unknown> {
   return {
     ...record,
     ...keyOf.sandbox(record.orgId, record.id),
-    ...(live && { GSI2PK: `STATUS#${record.status}`, GSI2SK: `${record.updatedAt}#${record.id}` }),
+    ...(live && { GSI2PK: `STATUS#${record.status}`, GSI2SK: dueKeyOf(record) }),
     ...(live && record.pool !== null && { GSI3PK: `POOL#${record.pool}`, GSI3SK: record.id }),
   };
 }

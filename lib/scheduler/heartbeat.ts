@@ -1,0 +1,20 @@
+import type { Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+
+/**
+ * Work that is alive touches its record at most this often, so the sweep can tell a waiting sandbox
+ * (whose message will come back) from one whose message was lost, without a write on every retry.
+ */
+export const heartbeatSeconds = 60;
+
+/** Records a new status message, or refreshes updatedAt when the same one is older than a heartbeat. */
+export async function noteProgress(
+  store: Store,
+  record: SandboxRecord,
+  message: string,
+  now: Date,
+): Promise<void> {
+  const age = now.getTime() - Date.parse(record.updatedAt);
+  if (record.statusMessage === message && age < heartbeatSeconds * 1000) return;
+  await store.updateSandbox(record, { statusMessage: message, updatedAt: now.toISOString() });
+}

@@ -1,0 +1,216 @@
+import type { Config } from '../config.ts';
+import { isApiError } from '../errors.ts';
+import { describeError, type Log } from '../log.ts';
+import { type DeadLetterSource, type QueueName, type WorkQueue, workMessageSchema } from '../queue/port.ts';
+import { transitionSandbox } from '../sandbox-records.ts';
+import type { SandboxStatus } from '../sandbox-state.ts';
+import type { Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+
+export interface SweepDeps {
+  store: Store;
+  queue: WorkQueue;
+  config: Config;
+  log: Log;
+  deadLetters?: DeadLetterSource | undefined;
+  now?: () => Date;
+}
+
+export interface SweepReport {
+  /** Sandboxes past expiresAt sent to termination (running, stopped and paused alike). */
+  expired: number;
+  /** Queued sandboxes idle past lostMessageSeconds: a new provision message was sent. */
+  requeuedProvisions: number;
+  /** Terminations idle past stuckTerminationSeconds: a new terminate message was sent. */
+  requeuedTerminations: number;
+  /** Provision messages found dead-lettered: their sandboxes failed with the reason. */
+  deadLetteredProvisions: number;
+  /** Terminate messages found dead-lettered: sent again, a termination must finish. */
+  deadLetteredTerminations: number;
+  /** Changes skipped because the sandbox changed under the sweep (the next pass looks again). */
+  skipped: number;
+}
+
+const pageSize = 100;
+const system = 'system';
+
+/**
+ * The sweep: what a serverless control plane needs beyond the reconciler. Expiry is exact to the
+ * sweep's interval and reads the store's due-time index, never DynamoDB TTL deletion.
+ */
+export async function sweep(deps: SweepDeps): Promise<SweepReport> {
+  const now = deps.now?.() ?? new Date();
+  const report: SweepReport = {
+    expired: 0,
+    requeuedProvisions: 0,
+    requeuedTerminations: 0,
+    deadLetteredProvisions: 0,
+    deadLetteredTerminations: 0,
+    skipped: 0,
+  };
+
+  for (const status of ['running', 'stopped', 'paused'] as const) {
+    await forEachDue(
+      deps,
+      status,
+      now,
+      async (record) => {
+        const terminating = await transitionSandbox(
+          deps.store,
+          record,
+          'terminating',
+          { statusMessage: `expired: its TTL of ${record.ttlSeconds} s ended at ${record.expiresAt}` },
+          { now, actor: system },
+        );
+        await send(deps, 'terminate', terminating);
+        report.expired++;
+      },
+      report,
+    );
+  }
+
+  const lostBefore = new Date(now.getTime() - deps.config.scheduler.lostMessageSeconds * 1000);
+  await forEachDue(
+    deps,
+    'queued',
+    lostBefore,
+    async (record) => {
+      await touch(deps, record, now);
+      await send(deps, 'provision', record);
+      report.requeuedProvisions++;
+    },
+    report,
+  );
+
+  const stuckBefore = new Date(now.getTime() - deps.config.scheduler.stuckTerminationSeconds * 1000);
+  await forEachDue(
+    deps,
+    'terminating',
+    stuckBefore,
+    async (record) => {
+      await touch(deps, record, now);
+      await send(deps, 'terminate', record);
+      report.requeuedTerminations++;
+    },
+    report,
+  );
+
+  if (deps.deadLetters !== undefined) await drainDeadLetters(deps, deps.deadLetters, now, report);
+  await linkPendingAudit(deps);
+  deps.log.info('sweep done', { ...report });
+  return report;
+}
+
+/** Pages through one status's due sandboxes; a sandbox that changed meanwhile is skipped, not an error. */
+async function forEachDue(
+  deps: SweepDeps,
+  status: SandboxStatus,
+  dueBefore: Date,
+  act: (record: SandboxRecord) => Promise<void>,
+  report: SweepReport,
+): Promise<void> {
+  let cursor: string | undefined;
+  do {
+    const page = await deps.store.listSandboxesByStatus(
+      status,
+      { cursor, limit: pageSize },
+      { dueBefore: dueBefore.toISOString() },
+    );
+    for (const record of page.items) {
+      try {
+        await act(record);
+      } catch (error) {
+        if (isApiError(error) && (error.code === 'conflict' || error.code === 'invalid_state')) {
+          report.skipped++;
+          continue;
+        }
+        deps.log.error('sweep could not act on a sandbox; the next pass tries again', {
+          sandboxId: record.id,
+          orgId: record.orgId,
+          status,
+          error: describeError(error),
+        });
+      }
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
+async function touch(deps: SweepDeps, record: SandboxRecord, now: Date): Promise<void> {
+  await deps.store.updateSandbox(record, { updatedAt: now.toISOString() });
+}
+
+async function send(deps: SweepDeps, queue: QueueName, record: SandboxRecord): Promise<void> {
+  await deps.queue.send(queue, { sandboxId: record.id, orgId: record.orgId });
+}
+
+async function drainDeadLetters(deps: SweepDeps, source: DeadLetterSource, now: Date, report: SweepReport) {
+  for (const queue of ['provision', 'terminate'] as const) {
+    for (let batch = 0; batch < 10; batch++) {
+      const letters = await source.receive(queue, 10);
+      if (letters.length === 0) break;
+      for (const letter of letters) {
+        const parsed = workMessageSchema.safeParse(safeJson(letter.body));
+        if (!parsed.success) {
+          deps.log.error('dead-lettered message is not a work message; dropped', {
+            queue,
+            body: letter.body.slice(0, 200),
+          });
+          await letter.ack();
+          continue;
+        }
+        const record = await deps.store.getSandbox(parsed.data.orgId, parsed.data.sandboxId);
+        try {
+          if (queue === 'provision' && (record?.status === 'queued' || record?.status === 'provisioning')) {
+            await transitionSandbox(
+              deps.store,
+              record,
+              'failed',
+              {
+                statusMessage: `provisioning gave up: its work message was dead-lettered after ${letter.receiveCount} receives (last status: ${record.statusMessage ?? record.status})`,
+              },
+              { now, actor: system },
+            );
+            report.deadLetteredProvisions++;
+          } else if (queue === 'terminate' && record?.status === 'terminating') {
+            await send(deps, 'terminate', record);
+            report.deadLetteredTerminations++;
+          }
+          await letter.ack();
+        } catch (error) {
+          // Left in the DLQ: the next sweep sees it again.
+          deps.log.error('could not handle a dead-lettered message', {
+            queue,
+            ...parsed.data,
+            error: describeError(error),
+          });
+        }
+      }
+    }
+  }
+}
+
+/** Audit records a frozen or crashed process left in an outbox are linked here at the latest. */
+async function linkPendingAudit(deps: SweepDeps): Promise<void> {
+  let cursor: string | undefined;
+  do {
+    const page = await deps.store.listOrgs({ cursor, limit: pageSize });
+    for (const org of page.items) {
+      await deps.store.linkAudit(org.id).catch((error: unknown) => {
+        deps.log.error('audit linking failed; the next pass tries again', {
+          orgId: org.id,
+          error: describeError(error),
+        });
+      });
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
