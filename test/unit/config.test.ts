@@ -19,6 +19,8 @@ describe('config', () => {
       maxAttempts: 3,
       provisionTimeoutSeconds: 120,
       terminateTimeoutSeconds: 60,
+      lostMessageSeconds: 300,
+      stuckTerminationSeconds: 600,
     });
     expect(config.pools[0]).toMatchObject({ name: 'fake', trust: 'private', maxConcurrency: 0, config: {} });
   });
