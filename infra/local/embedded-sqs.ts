@@ -1,11 +1,9 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import type { QueueName } from '../../lib/queue/port.ts';
+import type { QueueSettings as WorkQueueSettings } from '../../lib/scheduler/backoff.ts';
 
-export interface QueueSettings {
-  visibilityTimeoutSeconds: number;
-  maxReceiveCount: number;
-}
+export type QueueSettings = Pick<WorkQueueSettings, 'visibilityTimeoutSeconds' | 'maxReceiveCount'>;
 
 export interface EmbeddedSqs {
   endpoint: string;

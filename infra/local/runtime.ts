@@ -12,6 +12,7 @@ import { type ControlPlane, createControlPlane } from '../../lib/control-plane.t
 import { type Log, silentLog } from '../../lib/log.ts';
 import type { QueueName } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
+import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
@@ -69,7 +70,7 @@ export interface LocalRuntimeOptions {
   adapters?: Record<string, ExecutionAdapter>;
   log?: Log;
   /** Queue settings instead of those derived from the scheduler timeouts (tests shorten them). */
-  queues?: Partial<Record<QueueName, QueueSettings>>;
+  queues?: Partial<Record<QueueName, Partial<QueueSettings>>>;
   /** Seconds between sweeps (EventBridge runs it every minute on AWS); 0 disables the timer. */
   sweepIntervalSeconds?: number;
 }
@@ -90,20 +91,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const config = options.config ?? defaultLocalConfig();
   const log = options.log ?? silentLog;
   const adminKey = options.adminKey ?? `dadm_${randomBytes(24).toString('base64url')}`;
-  // Visibility is 6x the worker's timeout, as on AWS, so a crashed worker's message comes back.
-  const provisionWorkerSeconds = config.scheduler.provisionTimeoutSeconds + 30;
-  const terminateWorkerSeconds = config.scheduler.terminateTimeoutSeconds + 30;
+  // The same queue settings as the CDK app: visibility 6x the worker timeout, maxReceiveCount with the backoff.
+  const settings = queueSettings(config);
   const sqs = await startEmbeddedSqs({
-    provision: {
-      visibilityTimeoutSeconds: provisionWorkerSeconds * 6,
-      maxReceiveCount: 100,
-      ...options.queues?.provision,
-    },
-    terminate: {
-      visibilityTimeoutSeconds: terminateWorkerSeconds * 6,
-      maxReceiveCount: 100,
-      ...options.queues?.terminate,
-    },
+    provision: { ...settings.provision, ...options.queues?.provision },
+    terminate: { ...settings.terminate, ...options.queues?.terminate },
   });
   const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
   const backing =

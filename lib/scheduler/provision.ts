@@ -6,7 +6,7 @@ import type { WorkMessage } from '../queue/port.ts';
 import { transitionSandbox } from '../sandbox-records.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { capacityRetrySeconds, provisionBackoffSeconds, quotaWaitSeconds } from './backoff.ts';
+import { provisionBackoffSeconds, waitSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 import { rankPools } from './placement.ts';
@@ -93,7 +93,7 @@ async function provisionOnce(
       return done;
     }
     await wait(deps, record, `waiting for a pool: ${describe(rejected) || 'no pool is permitted'}`);
-    return retryAfter(capacityRetrySeconds);
+    return retryAfter(waitSeconds(receiveCount));
   }
 
   let current = record;
@@ -101,7 +101,7 @@ async function provisionOnce(
     const activation = await activate(deps, current, pool, rejected, now());
     if (activation.kind === 'quota') {
       await wait(deps, activation.record, `waiting for quota: ${activation.reason}`);
-      return retryAfter(quotaWaitSeconds(receiveCount));
+      return retryAfter(waitSeconds(receiveCount));
     }
     if (activation.kind === 'pool-full') {
       rejected.push({ pool: pool.config.name, reason: activation.reason });
@@ -118,7 +118,7 @@ async function provisionOnce(
     return outcome.result;
   }
   await wait(deps, current, `waiting for capacity: ${describe(rejected)}`);
-  return retryAfter(capacityRetrySeconds);
+  return retryAfter(waitSeconds(receiveCount));
 }
 
 type Activation =
