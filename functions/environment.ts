@@ -6,7 +6,9 @@ export const env = {
   /** Path to the JSON config file, or the config itself inline. */
   configPath: 'DIFFERENTLY_CONFIG',
   configJson: 'DIFFERENTLY_CONFIG_JSON',
+  /** The bootstrap admin key itself: local runs only. On AWS the key lives in Secrets Manager. */
   adminKey: 'DIFFERENTLY_ADMIN_KEY',
+  adminKeySecretArn: 'DIFFERENTLY_ADMIN_KEY_SECRET_ARN',
   /** `dynamodb` (default on AWS) or `memory` (a single process only). */
   store: 'DIFFERENTLY_STORE',
   tableName: 'DIFFERENTLY_TABLE_NAME',

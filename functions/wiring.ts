@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
@@ -39,8 +40,25 @@ function storeFromEnv(): Store {
 }
 
 /** The control plane of one Lambda container, built once at cold start from the environment contract. */
+/**
+ * The admin key from Secrets Manager (cached by Powertools), or from the environment when run locally;
+ * undefined in functions given neither (the workers).
+ */
+async function adminKeyFromEnv(): Promise<string | undefined> {
+  const arn = process.env[env.adminKeySecretArn];
+  if (arn !== undefined && arn !== '') {
+    const secret = await getSecret(arn, { maxAge: 300 });
+    if (typeof secret !== 'string' || secret.length < 16)
+      throw new Error(`the admin key secret ${arn} is empty or too short`);
+    return secret;
+  }
+  const local = process.env[env.adminKey];
+  return local === undefined || local === '' ? undefined : local;
+}
+
 export async function controlPlaneFromEnv(): Promise<ControlPlane> {
-  const vars = requireEnv(env.adminKey, env.provisionQueueUrl, env.terminateQueueUrl);
+  const vars = requireEnv(env.provisionQueueUrl, env.terminateQueueUrl);
+  const admin = await adminKeyFromEnv();
   const config = await loadConfig();
   const log = powertoolsLog();
   const endpoint = process.env[env.sqsEndpoint];
@@ -60,7 +78,7 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
     }),
     pools: await buildPools(config, { log }),
     log,
-    adminKey: vars[env.adminKey] ?? '',
+    ...(admin !== undefined && { adminKey: admin }),
   });
 }
 

@@ -18,7 +18,8 @@ export interface ControlPlaneDeps {
   deadLetters?: DeadLetterSource;
   pools: PoolRegistry;
   log: Log;
-  adminKey: string;
+  /** The bootstrap admin key; absent in functions that serve no HTTP (the workers never see it). */
+  adminKey?: string;
   now?: () => Date;
   /** Check response bodies against the route schemas (tests and the local runtime). */
   validateResponses?: boolean;

@@ -1,0 +1,110 @@
+import { Duration } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import {
+  Alarm,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  Stats,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+
+export interface MonitoringProps {
+  readonly api: RestApi;
+  /** Worker and scheduled functions by name, for error alarms. */
+  readonly functions: Record<string, IFunction>;
+  /** Dead-letter queues by name: anything in them needs an operator. */
+  readonly deadLetterQueues: Record<string, IQueue>;
+  /** Where docs/runbook.md is published; each alarm links to its section. */
+  readonly runbookUrl: string;
+}
+
+/** Alarms that need an operator, each linking to its runbook section, and one dashboard. */
+export class Monitoring extends Construct {
+  readonly alarms: Alarm[] = [];
+  readonly dashboard: Dashboard;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    const link = (section: string) => `${props.runbookUrl}#${section}`;
+    for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
+      this.#alarm(
+        `${name}DeadLetters`,
+        queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
+        0,
+        {
+          description: `Messages in the ${name} dead-letter queue. Runbook: ${link('dead-letter-queues')}`,
+        },
+      );
+    }
+    for (const [name, fn] of Object.entries(props.functions)) {
+      this.#alarm(
+        `${name}Errors`,
+        fn.metricErrors({ period: Duration.minutes(5), statistic: Stats.SUM }),
+        0,
+        {
+          description: `The ${name} function failed. Runbook: ${link('function-errors')}`,
+        },
+      );
+    }
+    this.#alarm(
+      'Api5xx',
+      props.api.metricServerError({ period: Duration.minutes(5), statistic: Stats.SUM }),
+      5,
+      {
+        description: `The API answered 5xx. Runbook: ${link('api-errors-and-latency')}`,
+      },
+    );
+    this.#alarm(
+      'ApiLatency',
+      props.api.metricLatency({ period: Duration.minutes(5), statistic: 'p99' }),
+      5000,
+      {
+        description: `The API's p99 latency is above 5 s. Runbook: ${link('api-errors-and-latency')}`,
+      },
+    );
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      widgets: [
+        [
+          new GraphWidget({
+            title: 'API requests and errors',
+            left: [props.api.metricCount(), props.api.metricClientError(), props.api.metricServerError()],
+          }),
+          new GraphWidget({
+            title: 'API latency p99',
+            left: [props.api.metricLatency({ statistic: 'p99' })],
+          }),
+        ],
+        [
+          new GraphWidget({
+            title: 'Function errors',
+            left: Object.values(props.functions).map((fn) => fn.metricErrors()),
+          }),
+          new GraphWidget({
+            title: 'Dead-letter queue depth',
+            left: Object.values(props.deadLetterQueues).map((q) =>
+              q.metricApproximateNumberOfMessagesVisible(),
+            ),
+          }),
+        ],
+      ],
+    });
+  }
+
+  #alarm(id: string, metric: IMetric, threshold: number, options: { description: string }): void {
+    this.alarms.push(
+      new Alarm(this, id, {
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+        alarmDescription: options.description,
+      }),
+    );
+  }
+}

@@ -1,0 +1,58 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import {
+  AccessLogFormat,
+  EndpointType,
+  LambdaIntegration,
+  LogGroupLogDestination,
+  MethodLoggingLevel,
+  RestApi,
+} from 'aws-cdk-lib/aws-apigateway';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+export interface PublicApiProps {
+  readonly handler: IFunction;
+  /**
+   * Steady-state requests per second for the stage.
+   * @default 100
+   */
+  readonly throttlingRateLimit?: number;
+  /** @default 200 */
+  readonly throttlingBurstLimit?: number;
+}
+
+/**
+ * The Regional REST API: every path goes to the api function as a Lambda proxy (the router validates
+ * and authenticates), with stage throttling, JSON access logs, tracing, and binary media types so file
+ * content travels as bytes.
+ */
+export class PublicApi extends Construct {
+  readonly api: RestApi;
+
+  constructor(scope: Construct, id: string, props: PublicApiProps) {
+    super(scope, id);
+    const accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.api = new RestApi(this, 'Api', {
+      description: 'Differently sandbox control plane',
+      endpointConfiguration: { types: [EndpointType.REGIONAL] },
+      binaryMediaTypes: ['application/octet-stream'],
+      cloudWatchRole: false,
+      deployOptions: {
+        stageName: 'live',
+        throttlingRateLimit: props.throttlingRateLimit ?? 100,
+        throttlingBurstLimit: props.throttlingBurstLimit ?? 200,
+        tracingEnabled: true,
+        accessLogDestination: new LogGroupLogDestination(accessLogs),
+        accessLogFormat: AccessLogFormat.jsonWithStandardFields(),
+        loggingLevel: MethodLoggingLevel.OFF,
+      },
+    });
+    const integration = new LambdaIntegration(props.handler, { proxy: true, timeout: Duration.seconds(29) });
+    this.api.root.addMethod('ANY', integration);
+    this.api.root.addResource('{proxy+}').addMethod('ANY', integration);
+  }
+}

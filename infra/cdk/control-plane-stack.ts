@@ -1,0 +1,126 @@
+import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { env } from '../../functions/environment.ts';
+import type { Config } from '../../lib/config.ts';
+import { queueSettings } from '../../lib/scheduler/backoff.ts';
+import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
+import { Monitoring } from './constructs/monitoring.ts';
+import { PublicApi } from './constructs/public-api.ts';
+import { Schedules } from './constructs/schedules.ts';
+import { StateTable } from './constructs/state-table.ts';
+import { WorkQueues } from './constructs/work-queues.ts';
+
+export interface ControlPlaneStackProps extends StackProps {
+  /** The validated configuration (pools, policy, quotas, scheduler settings). */
+  readonly config: Config;
+  /** The same configuration as a JSON file, copied into every function bundle. */
+  readonly configFile: string;
+  /**
+   * Keep the table when the stack is deleted, with deletion protection on.
+   * @default true
+   */
+  readonly retainData?: boolean;
+  /**
+   * The most provision workers that run at once (the event source mapping's MaximumConcurrency, at
+   * least 2): a budget that protects the backends from bursts.
+   * @default 10
+   */
+  readonly provisionConcurrency?: number;
+  /** @default 5 */
+  readonly terminateConcurrency?: number;
+  /** Where docs/runbook.md is published, for the alarms' links. */
+  readonly runbookUrl?: string;
+}
+
+/** The control plane: a thin composition of one construct per concern. */
+export class ControlPlaneStack extends Stack {
+  readonly table: StateTable;
+  readonly queues: WorkQueues;
+  readonly functions: Record<'api' | 'provision' | 'terminate' | 'sweep', ControlPlaneFunction>;
+  readonly api: PublicApi;
+  readonly adminKey: Secret;
+  readonly schedules: Schedules;
+
+  constructor(scope: Construct, id: string, props: ControlPlaneStackProps) {
+    super(scope, id, props);
+    const settings = queueSettings(props.config);
+    this.table = new StateTable(this, 'State', { retain: props.retainData ?? true });
+    this.queues = new WorkQueues(this, 'WorkQueues', { settings });
+    const adminKey = new Secret(this, 'AdminKey', {
+      description: 'Differently bootstrap admin key (Authorization: Bearer <this value>)',
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    this.adminKey = adminKey;
+
+    const common = {
+      [env.tableName]: this.table.table.tableName,
+      [env.provisionQueueUrl]: this.queues.provision.queue.queueUrl,
+      [env.terminateQueueUrl]: this.queues.terminate.queue.queueUrl,
+    };
+    const fn = (entry: string, timeoutSeconds: number, extra: Record<string, string> = {}) =>
+      new ControlPlaneFunction(this, `${entry[0]?.toUpperCase()}${entry.slice(1)}`, {
+        entry,
+        timeout: Duration.seconds(timeoutSeconds),
+        configFile: props.configFile,
+        environment: { ...common, ...extra },
+      });
+    this.functions = {
+      api: fn('api', 30, { [env.adminKeySecretArn]: adminKey.secretArn }),
+      provision: fn('provision', settings.provision.workerTimeoutSeconds),
+      terminate: fn('terminate', settings.terminate.workerTimeoutSeconds),
+      sweep: fn('sweep', 300, {
+        [env.provisionDlqUrl]: this.queues.provision.deadLetterQueue.queueUrl,
+        [env.terminateDlqUrl]: this.queues.terminate.deadLetterQueue.queueUrl,
+      }),
+    };
+    const { api, provision, terminate, sweep } = this.functions;
+
+    // Least privilege: each function gets exactly what it uses.
+    for (const each of Object.values(this.functions)) this.table.table.grantReadWriteData(each.fn);
+    adminKey.grantRead(api.fn);
+    this.queues.provision.queue.grantSendMessages(api.fn);
+    this.queues.terminate.queue.grantSendMessages(api.fn);
+    this.queues.provision.queue.grantSendMessages(sweep.fn);
+    this.queues.terminate.queue.grantSendMessages(sweep.fn);
+    this.queues.provision.deadLetterQueue.grantConsumeMessages(sweep.fn);
+    this.queues.terminate.deadLetterQueue.grantConsumeMessages(sweep.fn);
+
+    provision.fn.addEventSource(
+      new SqsEventSource(this.queues.provision.queue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: Math.max(props.provisionConcurrency ?? 10, 2),
+      }),
+    );
+    terminate.fn.addEventSource(
+      new SqsEventSource(this.queues.terminate.queue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: Math.max(props.terminateConcurrency ?? 5, 2),
+      }),
+    );
+
+    this.api = new PublicApi(this, 'PublicApi', { handler: api.fn });
+    const schedules = new Schedules(this, 'Schedules', { sweep: sweep.fn });
+    this.schedules = schedules;
+    new Monitoring(this, 'Monitoring', {
+      api: this.api.api,
+      functions: { Provision: provision.fn, Terminate: terminate.fn, Sweep: sweep.fn, Api: api.fn },
+      deadLetterQueues: {
+        Provision: this.queues.provision.deadLetterQueue,
+        Terminate: this.queues.terminate.deadLetterQueue,
+        Schedules: schedules.deadLetterQueue,
+      },
+      runbookUrl: props.runbookUrl ?? 'https://github.com/differently/differently/blob/main/docs/runbook.md',
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.api.url });
+    new CfnOutput(this, 'AdminKeySecret', {
+      value: adminKey.secretArn,
+      description: 'aws secretsmanager get-secret-value --secret-id <this> --query SecretString',
+    });
+    new CfnOutput(this, 'TableName', { value: this.table.table.tableName });
+  }
+}
