@@ -29,7 +29,7 @@ export function loadSynthConfig(path: string | undefined): { config: Config; con
   return { config, configFile };
 }
 
-export function buildApp(app: App): ControlPlaneStack {
+export function buildApp(app: App, options: { skipAcknowledgements?: boolean } = {}): ControlPlaneStack {
   const path = (app.node.tryGetContext('config') as string | undefined) ?? process.env.DIFFERENTLY_CONFIG;
   const { config, configFile } = loadSynthConfig(path);
   const stack = new ControlPlaneStack(app, 'Differently', {
@@ -38,7 +38,7 @@ export function buildApp(app: App): ControlPlaneStack {
     description: 'Differently: a sandbox control plane',
   });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
-  applyNagSuppressions(stack);
+  if (options.skipAcknowledgements !== true) applyNagSuppressions(stack);
   return stack;
 }
 

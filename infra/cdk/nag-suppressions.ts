@@ -55,6 +55,11 @@ export function applyNagSuppressions(stack: ControlPlaneStack): void {
   );
   acknowledge(
     api,
+    'AwsSolutions-APIG3',
+    "WAF rules are the operator's, per deployment (docs/deploy.md shows how to attach a web ACL to the stage); the API itself authenticates every request and throttles the stage.",
+  );
+  acknowledge(
+    api,
     'AwsSolutions-APIG6',
     "JSON access logs record every request; execution logging would need the account-wide API Gateway CloudWatch role, which this stack must not take over from the account's other APIs.",
   );

@@ -1,0 +1,171 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../infra/cdk/app.ts';
+
+type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
+
+function writeConfig(config: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'cdk-config-')), 'differently.json');
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
+function synth(config: unknown = { pools: [] }) {
+  const app = new App({ context: { config: writeConfig(config) } });
+  const stack = buildApp(app);
+  // Synthesis runs bundling and the cdk-nag validation plugin; a finding without a written reason throws.
+  app.synth();
+  return { app, stack, template: Template.fromStack(stack) };
+}
+
+function logicalIdOf(resources: Resources, type: string, pathPart: string): string {
+  // Logical ids are the construct path without separators plus an 8-character hash.
+  const exact = new RegExp(`^${pathPart}[0-9A-F]{8}$`);
+  const entry = Object.entries(resources).find(([id, resource]) => resource.Type === type && exact.test(id));
+  if (entry === undefined) throw new Error(`no ${type} whose id starts with ${pathPart}`);
+  return entry[0];
+}
+
+describe('the CDK app', () => {
+  let template: Template;
+  let resources: Resources;
+
+  beforeAll(() => {
+    template = synth().template;
+    resources = template.toJSON().Resources as Resources;
+  });
+
+  it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
+    const functions = template.findResources('AWS::Lambda::Function');
+    expect(Object.keys(functions).length).toBe(4);
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      TracingConfig: { Mode: 'Active' },
+      LoggingConfig: { LogGroup: Match.anyValue() },
+      Environment: {
+        Variables: Match.objectLike({
+          DIFFERENTLY_TABLE_NAME: Match.anyValue(),
+          DIFFERENTLY_PROVISION_QUEUE_URL: Match.anyValue(),
+          DIFFERENTLY_TERMINATE_QUEUE_URL: Match.anyValue(),
+          DIFFERENTLY_CONFIG: '/var/task/differently.config.json',
+          POWERTOOLS_SERVICE_NAME: 'differently',
+        }),
+      },
+    });
+    for (const fn of Object.values(functions)) {
+      const variables = JSON.stringify(fn.Properties.Environment.Variables);
+      expect(variables).not.toContain('DIFFERENTLY_ADMIN_KEY"');
+    }
+  });
+
+  it('gives the admin key secret to the api function only, by exact ARN', () => {
+    const secret = logicalIdOf(resources, 'AWS::SecretsManager::Secret', 'AdminKey');
+    const policies = Object.entries(template.findResources('AWS::IAM::Policy'));
+    const readers = policies.filter(([, policy]) =>
+      JSON.stringify(policy.Properties.PolicyDocument).includes(`"Ref":"${secret}"`),
+    );
+    expect(readers.map(([id]) => id)).toEqual([expect.stringMatching(/^ApiRole/)]);
+    const workers = policies.filter(([id]) => /^(Provision|Terminate|Sweep)Role/.test(id));
+    expect(workers.length).toBe(3);
+    for (const [, policy] of workers) {
+      expect(JSON.stringify(policy.Properties.PolicyDocument)).not.toContain('secretsmanager:');
+    }
+  });
+
+  it('lets no function delete or reconfigure the table', () => {
+    for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
+      const document = JSON.stringify(policy.Properties.PolicyDocument);
+      expect(document).not.toMatch(/dynamodb:(DeleteTable|UpdateTable|\*)/);
+    }
+  });
+
+  it('keeps the table: on demand, PITR, deletion protection, retained, TTL and the store’s GSIs', () => {
+    template.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      Properties: Match.objectLike({
+        BillingMode: 'PAY_PER_REQUEST',
+        DeletionProtectionEnabled: true,
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
+        GlobalSecondaryIndexes: [
+          Match.objectLike({ IndexName: 'GSI1' }),
+          Match.objectLike({ IndexName: 'GSI2' }),
+          Match.objectLike({ IndexName: 'GSI3' }),
+        ],
+      }),
+    });
+  });
+
+  it('sets queue visibility to six times the worker timeout, with DLQs and the maxReceiveCount the backoff needs', () => {
+    const timeoutOf = (prefix: string) =>
+      (resources[logicalIdOf(resources, 'AWS::Lambda::Function', prefix)]?.Properties.Timeout as number) ?? 0;
+    const queue = (prefix: string) =>
+      resources[logicalIdOf(resources, 'AWS::SQS::Queue', prefix)]?.Properties ?? {};
+    const provision = queue('WorkQueuesProvision');
+    const terminate = queue('WorkQueuesTerminate');
+    expect(provision.VisibilityTimeout).toBe(6 * timeoutOf('ProvisionFunction'));
+    expect(terminate.VisibilityTimeout).toBe(6 * timeoutOf('TerminateFunction'));
+    expect(provision.RedrivePolicy).toMatchObject({ maxReceiveCount: 1000 });
+    expect(terminate.RedrivePolicy).toMatchObject({ maxReceiveCount: 100 });
+    template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
+  });
+
+  it('maps the queues to the workers with partial batch failures and a concurrency budget', () => {
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+    template.allResourcesProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: Match.anyValue() },
+    });
+  });
+
+  it('schedules the sweep every minute with its input, a short retry policy and a DLQ', () => {
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Target: Match.objectLike({
+        Input: JSON.stringify({ source: 'differently.schedule', task: 'sweep' }),
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 },
+        DeadLetterConfig: { Arn: Match.anyValue() },
+      }),
+    });
+  });
+
+  it('serves a Regional REST API with throttling, access logs and binary media types', () => {
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+      BinaryMediaTypes: ['application/octet-stream'],
+    });
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 }),
+      ]),
+      TracingEnabled: true,
+    });
+  });
+
+  it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms.length).toBe(9);
+    for (const alarm of alarms)
+      expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
+  });
+});
+
+describe('synth-time checks', () => {
+  it('fails synth on a bad config, naming the field', () => {
+    expect(() => synth({ pools: [{ name: 'x', adapter: 'firecracker' }] })).toThrow(/pools\[0\]\.adapter/);
+  });
+
+  it('fails synth on a cdk-nag finding that has no written reason', () => {
+    const app = new App({ context: { config: writeConfig({ pools: [] }) } });
+    const stack = buildApp(app, { skipAcknowledgements: true });
+    expect(stack.stackName).toBe('Differently');
+    expect(() => app.synth()).toThrow(/AwsSolutions-APIG4/);
+  });
+});
