@@ -16,7 +16,9 @@ export const env = {
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
   provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',
   terminateDlqUrl: 'DIFFERENTLY_TERMINATE_DLQ_URL',
+  /** Local testing only (SAM, DynamoDB Local, a local SQS): endpoints instead of AWS's. */
   sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',
+  dynamodbEndpoint: 'DIFFERENTLY_DYNAMODB_ENDPOINT',
 } as const;
 
 export function requireEnv(...names: string[]): Record<string, string> {

@@ -36,7 +36,9 @@ async function loadConfig(): Promise<Config> {
 function storeFromEnv(): Store {
   if (process.env[env.store] === 'memory') return new MemoryStore();
   const table = requireEnv(env.tableName)[env.tableName] ?? '';
-  return new DynamoDbStore({ client: documentClient(new DynamoDBClient({})), tableName: table });
+  const endpoint = process.env[env.dynamodbEndpoint];
+  const client = new DynamoDBClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
+  return new DynamoDbStore({ client: documentClient(client), tableName: table });
 }
 
 /** The control plane of one Lambda container, built once at cold start from the environment contract. */

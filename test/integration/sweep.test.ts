@@ -146,7 +146,7 @@ describe.each(Object.keys(stores))('sweep (%s store)', (kind) => {
   });
 
   it('requeues a stuck termination', async () => {
-    const { plane, store, queue, org, principal, running, advance } = await setup(kind);
+    const { plane, queue, org, principal, running, advance } = await setup(kind);
     const sandbox = await running(3600);
     queue.failSends = true;
     await plane.sandboxes.delete(principal, sandbox.id);
