@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Message } from '@aws-sdk/client-sqs';
 import { buildPools } from '../../adapters/registry.ts';
 import { createApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
@@ -10,7 +11,7 @@ import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
-import type { QueueName } from '../../lib/queue/port.ts';
+import { type QueueName, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
@@ -42,6 +43,18 @@ async function localStore(options: LocalRuntimeOptions): Promise<{ store: Store;
   };
 }
 
+/** SQS sets MessageGroupId = org id on AWS; the embedded server does not return it, so read the body. */
+function orgOfWorkMessage(message: Message): string {
+  const group = message.Attributes?.MessageGroupId;
+  if (group !== undefined) return group;
+  try {
+    const parsed = workMessageSchema.safeParse(JSON.parse(message.Body ?? ''));
+    return parsed.success ? parsed.data.orgId : '';
+  } catch {
+    return '';
+  }
+}
+
 /** The configuration `npm start` uses without --config: dev mode with the `local` and `fake` pools. */
 export function defaultLocalConfig(): Config {
   return parseConfig({
@@ -71,6 +84,8 @@ export interface LocalRuntimeOptions {
   log?: Log;
   /** Queue settings instead of those derived from the scheduler timeouts (tests shorten them). */
   queues?: Partial<Record<QueueName, Partial<QueueSettings>>>;
+  /** Messages a poller holds to build fair batches from (see SqsPoller); 10 makes delivery plain in-order. */
+  pollerHoldCapacity?: number;
   /** Seconds between sweeps (EventBridge runs it every minute on AWS); 0 disables the timer. */
   sweepIntervalSeconds?: number;
 }
@@ -117,6 +132,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       queueArn: sqs.arns.provision,
       handler: createProvisionHandler(plane),
       log,
+      groupOf: orgOfWorkMessage,
+      ...(options.pollerHoldCapacity !== undefined && { holdCapacity: options.pollerHoldCapacity }),
     }),
     new SqsPoller({
       client: sqs.client,
