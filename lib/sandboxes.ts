@@ -10,6 +10,7 @@ import type { PoolRegistry } from './pools.ts';
 import type { WorkQueue } from './queue/port.ts';
 import { neverFits } from './quota.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
+import { wakeWaiters } from './scheduler/wake.ts';
 import {
   type CreateSandboxRequest,
   defaultResources,
@@ -145,6 +146,8 @@ export class SandboxService {
       { now: this.#now(), actor: principal.keyId },
     );
     await this.#enqueue('terminate', updated);
+    // Its reservation was released with the move to terminating: let waiters use it now.
+    await wakeWaiters(this.#deps, { orgId: record.orgId, pool: record.pool });
     return sandboxView(updated);
   }
 

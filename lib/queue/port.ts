@@ -7,6 +7,12 @@ export type QueueName = (typeof queueNames)[number];
 export const workMessageSchema = z.strictObject({
   sandboxId: z.string().min(1).max(64),
   orgId: z.string().min(1).max(64),
+  /**
+   * Sent when a reservation was released, to let a waiting sandbox try at once. If it still has to wait
+   * the wake message is acknowledged: the sandbox's own waiting message keeps its place, so wakes never
+   * multiply the messages of one sandbox.
+   */
+  wake: z.literal(true).optional(),
 });
 export type WorkMessage = z.infer<typeof workMessageSchema>;
 

@@ -35,7 +35,9 @@ export async function provisionSandbox(
   receiveCount = 1,
 ): Promise<WorkOutcome> {
   try {
-    return await provisionOnce(deps, message, receiveCount);
+    const outcome = await provisionOnce(deps, message, receiveCount);
+    // A wake that found no room yet is done: the sandbox's own waiting message keeps its place.
+    return message.wake === true && outcome.kind === 'retry' ? done : outcome;
   } catch (error) {
     // Another writer changed the record between our read and write: look again shortly.
     if (isApiError(error) && error.code === 'conflict') return retryAfter(1);

@@ -6,6 +6,7 @@ import { transitionSandbox } from '../sandbox-records.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import { wakeWaiters } from './wake.ts';
 
 export interface SweepDeps {
   store: Store;
@@ -63,6 +64,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
           { now, actor: system },
         );
         await send(deps, 'terminate', terminating);
+        await wakeWaiters(deps, { orgId: record.orgId, pool: record.pool });
         report.expired++;
       },
       report,

@@ -1,0 +1,53 @@
+import { describeError, type Log } from '../log.ts';
+import type { WorkQueue } from '../queue/port.ts';
+import type { Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+
+/** How many waiters one released reservation wakes, per kind. */
+const wakeCount = 3;
+
+export interface WakeDeps {
+  store: Store;
+  queue: WorkQueue;
+  log: Log;
+}
+
+const waiting = (record: SandboxRecord) => record.statusMessage?.startsWith('waiting for') === true;
+
+/**
+ * A reservation was released (terminate, stop, failure): wake the oldest sandboxes of that org waiting
+ * for quota, and the oldest sandboxes of any org waiting for capacity on that pool, so the freed room is
+ * used within seconds instead of at their next scheduled look. Best effort: a failure here only means
+ * the waiters look again on their own schedule.
+ */
+export async function wakeWaiters(
+  deps: WakeDeps,
+  released: { orgId: string; pool: string | null },
+): Promise<number> {
+  try {
+    const candidates = new Map<string, SandboxRecord>();
+    const ofOrg = await deps.store.listSandboxes(released.orgId, { status: 'queued' }, { limit: 25 });
+    for (const record of ofOrg.items.filter(waiting).slice(0, wakeCount)) candidates.set(record.id, record);
+    if (released.pool !== null) {
+      const pool = released.pool;
+      const anyOrg = await deps.store.listSandboxesByStatus('queued', { limit: 25 });
+      const forPool = anyOrg.items.filter(
+        (record) =>
+          waiting(record) &&
+          !record.statusMessage?.startsWith('waiting for quota') &&
+          (record.allowedPools === null || record.allowedPools.includes(pool)),
+      );
+      for (const record of forPool.slice(0, wakeCount)) candidates.set(record.id, record);
+    }
+    for (const record of candidates.values()) {
+      await deps.queue.send('provision', { sandboxId: record.id, orgId: record.orgId, wake: true });
+    }
+    return candidates.size;
+  } catch (error) {
+    deps.log.warn('could not wake waiting sandboxes; they look again on their own', {
+      ...released,
+      error: describeError(error),
+    });
+    return 0;
+  }
+}
