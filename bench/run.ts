@@ -1,2 +1,3 @@
 /** npm run bench: every benchmark in turn, each printing its own figures. */
 await import('./store.bench.ts');
+await import('./queues.bench.ts');
