@@ -7,6 +7,7 @@ import type { Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
 import { SandboxService } from './sandboxes.ts';
+import { reconcile } from './scheduler/reconcile.ts';
 import type { Store } from './store/port.ts';
 import { Tenancy } from './tenancy.ts';
 
@@ -35,10 +36,14 @@ export interface ControlPlane extends ControlPlaneDeps {
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const tenancy = new Tenancy(deps.store, deps.now);
   const sandboxes = new SandboxService(deps);
-  const handleHttp = createRouter(apiRoutes({ tenancy, sandboxes, store: deps.store }), {
-    authenticator: createAuthenticator(deps.store, deps.adminKey),
-    log: deps.log,
-    validateResponses: deps.validateResponses ?? false,
-  });
+  const reconcileNow = () => reconcile(deps);
+  const handleHttp = createRouter(
+    apiRoutes({ tenancy, sandboxes, store: deps.store, reconcile: reconcileNow }),
+    {
+      authenticator: createAuthenticator(deps.store, deps.adminKey),
+      log: deps.log,
+      validateResponses: deps.validateResponses ?? false,
+    },
+  );
   return { ...deps, tenancy, sandboxes, handleHttp };
 }

@@ -136,6 +136,24 @@ export class FakeAdapter
     this.#bySandbox.delete(instance.sandboxId);
   }
 
+  /**
+   * Adds an instance the way a misbehaving backend might (a second one for the same sandbox, or one
+   * nobody asked for): for reconciler tests.
+   */
+  plant(sandboxId: string, installation: string, state: InstanceState = 'running'): Instance {
+    const instance: FakeInstance = {
+      ref: newId('sandbox').replace('sbx_', 'fake_'),
+      sandboxId,
+      state,
+      installation,
+      cpu: 0,
+      memoryMiB: 0,
+      files: new Map(),
+    };
+    this.#instances.set(instance.ref, instance);
+    return strip(instance);
+  }
+
   instanceCount(): number {
     return this.#instances.size;
   }

@@ -38,7 +38,7 @@ export interface ControlPlaneStackProps extends StackProps {
 export class ControlPlaneStack extends Stack {
   readonly table: StateTable;
   readonly queues: WorkQueues;
-  readonly functions: Record<'api' | 'provision' | 'terminate' | 'sweep', ControlPlaneFunction>;
+  readonly functions: Record<'api' | 'provision' | 'terminate' | 'sweep' | 'reconcile', ControlPlaneFunction>;
   readonly api: PublicApi;
   readonly adminKey: Secret;
   readonly schedules: Schedules;
@@ -59,12 +59,18 @@ export class ControlPlaneStack extends Stack {
       [env.provisionQueueUrl]: this.queues.provision.queue.queueUrl,
       [env.terminateQueueUrl]: this.queues.terminate.queue.queueUrl,
     };
-    const fn = (entry: string, timeoutSeconds: number, extra: Record<string, string> = {}) =>
+    const fn = (
+      entry: string,
+      timeoutSeconds: number,
+      extra: Record<string, string> = {},
+      reservedConcurrentExecutions?: number,
+    ) =>
       new ControlPlaneFunction(this, `${entry[0]?.toUpperCase()}${entry.slice(1)}`, {
         entry,
         timeout: Duration.seconds(timeoutSeconds),
         configFile: props.configFile,
         environment: { ...common, ...extra },
+        ...(reservedConcurrentExecutions !== undefined && { reservedConcurrentExecutions }),
       });
     this.functions = {
       api: fn('api', 30, { [env.adminKeySecretArn]: adminKey.secretArn }),
@@ -74,8 +80,10 @@ export class ControlPlaneStack extends Stack {
         [env.provisionDlqUrl]: this.queues.provision.deadLetterQueue.queueUrl,
         [env.terminateDlqUrl]: this.queues.terminate.deadLetterQueue.queueUrl,
       }),
+      // A singleton: reserved concurrency 1, and the lease it takes in the table besides.
+      reconcile: fn('reconcile', 300, {}, 1),
     };
-    const { api, provision, terminate, sweep } = this.functions;
+    const { api, provision, terminate, sweep, reconcile } = this.functions;
 
     // Least privilege: each function gets exactly what it uses.
     for (const each of Object.values(this.functions)) this.table.table.grantReadWriteData(each.fn);
@@ -84,6 +92,7 @@ export class ControlPlaneStack extends Stack {
     this.queues.terminate.queue.grantSendMessages(api.fn);
     this.queues.provision.queue.grantSendMessages(sweep.fn);
     this.queues.terminate.queue.grantSendMessages(sweep.fn);
+    this.queues.provision.queue.grantSendMessages(reconcile.fn);
     this.queues.provision.deadLetterQueue.grantConsumeMessages(sweep.fn);
     this.queues.terminate.deadLetterQueue.grantConsumeMessages(sweep.fn);
 
@@ -103,11 +112,17 @@ export class ControlPlaneStack extends Stack {
     );
 
     this.api = new PublicApi(this, 'PublicApi', { handler: api.fn });
-    const schedules = new Schedules(this, 'Schedules', { sweep: sweep.fn });
+    const schedules = new Schedules(this, 'Schedules', { sweep: sweep.fn, reconcile: reconcile.fn });
     this.schedules = schedules;
     new Monitoring(this, 'Monitoring', {
       api: this.api.api,
-      functions: { Provision: provision.fn, Terminate: terminate.fn, Sweep: sweep.fn, Api: api.fn },
+      functions: {
+        Provision: provision.fn,
+        Terminate: terminate.fn,
+        Sweep: sweep.fn,
+        Reconcile: reconcile.fn,
+        Api: api.fn,
+      },
       deadLetterQueues: {
         Provision: this.queues.provision.deadLetterQueue,
         Terminate: this.queues.terminate.deadLetterQueue,

@@ -32,11 +32,13 @@ export function applyNagSuppressions(stack: ControlPlaneStack): void {
     'AwsSolutions-SQS3',
     'This queue is itself a dead-letter queue: the EventBridge Scheduler target DLQ of the schedules (alarmed on in Monitoring).',
   );
-  acknowledge(
-    stack.schedules,
-    `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(stack.functions.sweep.fn.node.defaultChild as CfnElement)}.Arn>:*]`,
-    "The Scheduler's role may invoke the sweep function and its versions (function ARN plus ':*'), nothing else.",
-  );
+  for (const target of [stack.functions.sweep, stack.functions.reconcile]) {
+    acknowledge(
+      stack.schedules,
+      `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(target.fn.node.defaultChild as CfnElement)}.Arn>:*]`,
+      "The Scheduler's role may invoke the scheduled functions and their versions (function ARN plus ':*'), nothing else.",
+    );
+  }
   const api = stack.api.api;
   acknowledge(
     api,

@@ -5,6 +5,7 @@ import type { Message } from '@aws-sdk/client-sqs';
 import { buildPools } from '../../adapters/registry.ts';
 import { createApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
+import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
@@ -27,6 +28,7 @@ import { ScheduleTimer } from './timers.ts';
 
 /** The input the EventBridge schedule sends the sweep (events/sweep-schedule.json). */
 const sweepEvent = { source: 'differently.schedule', task: 'sweep' };
+const reconcileEvent = { source: 'differently.schedule', task: 'reconcile' };
 
 async function localStore(options: LocalRuntimeOptions): Promise<{ store: Store; stop(): Promise<void> }> {
   if ((options.storeKind ?? 'memory') === 'memory') return { store: new MemoryStore(), stop: async () => {} };
@@ -88,6 +90,8 @@ export interface LocalRuntimeOptions {
   pollerHoldCapacity?: number;
   /** Seconds between sweeps (EventBridge runs it every minute on AWS); 0 disables the timer. */
   sweepIntervalSeconds?: number;
+  /** Seconds between reconcile passes (every minute on AWS); 0 disables the timer. */
+  reconcileIntervalSeconds?: number;
 }
 
 export interface LocalRuntime {
@@ -149,6 +153,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (sweepSeconds > 0) {
     const sweepHandler = createSweepHandler(plane);
     timers.push(new ScheduleTimer('sweep', sweepSeconds * 1000, () => sweepHandler(sweepEvent), log));
+  }
+  const reconcileSeconds = options.reconcileIntervalSeconds ?? 30;
+  if (reconcileSeconds > 0) {
+    const reconcileHandler = createReconcileHandler(plane);
+    timers.push(
+      new ScheduleTimer('reconcile', reconcileSeconds * 1000, () => reconcileHandler(reconcileEvent), log),
+    );
   }
   for (const timer of timers) timer.start();
   const http = await startHttpServer(createApiHandler(plane), options.port ?? 0);

@@ -4,6 +4,8 @@ import { requireOrg } from '../auth.ts';
 import { errors } from '../errors.ts';
 import { idPattern } from '../ids.ts';
 import type { SandboxService } from '../sandboxes.ts';
+import type { ReconcileReport } from '../scheduler/reconcile.ts';
+import { reconcileReportSchema } from '../schemas/admin.ts';
 import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../schemas/audit.ts';
 import { listQuerySchema, pageOf } from '../schemas/common.ts';
 import {
@@ -28,6 +30,7 @@ export interface RouteDeps {
   tenancy: Tenancy;
   sandboxes: SandboxService;
   store: Store;
+  reconcile: () => Promise<ReconcileReport>;
 }
 
 const sandboxParams = z.strictObject({
@@ -62,7 +65,7 @@ function idempotencyKeyOf(header: string | undefined): string | undefined {
 }
 
 export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
-  const { tenancy, sandboxes, store } = deps;
+  const { tenancy, sandboxes, store, reconcile } = deps;
   return [
     route({
       method: 'GET',
@@ -241,6 +244,14 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
         } while (cursor !== undefined);
         return { status: 200, body: { ok: true, checked } };
       },
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/reconcile',
+      summary: 'Run a reconcile pass now and return what it did per pool',
+      auth: 'admin',
+      responses: { 200: reconcileReportSchema },
+      handle: async () => ({ status: 200, body: await reconcile() }),
     }),
   ];
 }

@@ -40,6 +40,7 @@ export class MemoryStore implements Store {
   /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
   readonly #heads = new Map<string, ChainHead>();
   readonly #idempotency = new Map<string, IdempotencyRecord>();
+  readonly #leases = new Map<string, { owner: string; until: string }>();
   readonly #now: () => Date;
 
   constructor(options: { now?: () => Date } = {}) {
@@ -155,6 +156,28 @@ export class MemoryStore implements Store {
       (sandbox) => sandbox.status === status && (before === undefined || dueKeyOf(sandbox) < before),
     );
     return paginate(matches, page, dueKeyOf);
+  }
+
+  async listSandboxesByPool(pool: string, page: PageRequest): Promise<Page<SandboxRecord>> {
+    const matches = [...this.#sandboxes.values()].filter(
+      (sandbox) => sandbox.pool === pool && indexedStatuses.has(sandbox.status),
+    );
+    return paginate(matches, page);
+  }
+
+  async findSandbox(id: string): Promise<SandboxRecord | undefined> {
+    return copy(this.#sandboxes.get(id));
+  }
+
+  async acquireLease(name: string, owner: string, until: string, now: string): Promise<boolean> {
+    const held = this.#leases.get(name);
+    if (held !== undefined && held.owner !== owner && held.until > now) return false;
+    this.#leases.set(name, { owner, until });
+    return true;
+  }
+
+  async releaseLease(name: string, owner: string): Promise<void> {
+    if (this.#leases.get(name)?.owner === owner) this.#leases.delete(name);
   }
 
   async linkAudit(): Promise<void> {

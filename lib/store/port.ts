@@ -86,6 +86,10 @@ export interface Store {
     page: PageRequest,
     options?: { dueBefore?: string },
   ): Promise<Page<SandboxRecord>>;
+  /** Live sandboxes placed on a pool (queued ones with no pool are not), by id: the reconciler's view. */
+  listSandboxesByPool(pool: string, page: PageRequest): Promise<Page<SandboxRecord>>;
+  /** A sandbox by id alone, whatever its org: for backend instances, which know only the sandbox id. */
+  findSandbox(id: string): Promise<SandboxRecord | undefined>;
   /** Applies `patch` to `current` if it is still what is stored; returns the stored result. */
   updateSandbox(
     current: SandboxRecord,
@@ -96,6 +100,13 @@ export interface Store {
   appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent>;
   /** Links audit records still waiting to enter the org's chain (stores that defer linking). */
   linkAudit(orgId: string): Promise<void>;
+
+  /**
+   * Takes a named lease until `until` if it is free or expired; false when another owner holds it.
+   * Singletons (the reconciler) rely on it rather than on the platform running one copy.
+   */
+  acquireLease(name: string, owner: string, until: string, now: string): Promise<boolean>;
+  releaseLease(name: string, owner: string): Promise<void>;
   auditHead(orgId: string): Promise<ChainHead>;
   /** Events in seq order; the cursor continues after the last event returned. */
   listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;

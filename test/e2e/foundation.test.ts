@@ -273,6 +273,13 @@ describe.each(['memory', 'dynamodb'] as const)(
       expect(((await other.json()) as { error: { code: string } }).error.code).toBe('conflict');
     });
 
+    it('runs a reconcile pass on request (admin only)', async () => {
+      const reply = await api.post('/v1/admin/reconcile', admin);
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({ ran: true, pools: [{ pool: 'local' }, { pool: 'fake' }] });
+      expectError(await api.post('/v1/admin/reconcile', keyA), 403, 'forbidden');
+    });
+
     it('records changes in the org audit chain and verifies it', async () => {
       const page = z
         .object({ items: z.array(z.object({ seq: z.number(), action: z.string(), actor: z.string() })) })

@@ -41,7 +41,7 @@ describe('the CDK app', () => {
 
   it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).length).toBe(4);
+    expect(Object.keys(functions).length).toBe(5);
     template.allResourcesProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -70,8 +70,8 @@ describe('the CDK app', () => {
       JSON.stringify(policy.Properties.PolicyDocument).includes(`"Ref":"${secret}"`),
     );
     expect(readers.map(([id]) => id)).toEqual([expect.stringMatching(/^ApiRole/)]);
-    const workers = policies.filter(([id]) => /^(Provision|Terminate|Sweep)Role/.test(id));
-    expect(workers.length).toBe(3);
+    const workers = policies.filter(([id]) => /^(Provision|Terminate|Sweep|Reconcile)Role/.test(id));
+    expect(workers.length).toBe(4);
     for (const [, policy] of workers) {
       expect(JSON.stringify(policy.Properties.PolicyDocument)).not.toContain('secretsmanager:');
     }
@@ -124,15 +124,27 @@ describe('the CDK app', () => {
     });
   });
 
-  it('schedules the sweep every minute with its input, a short retry policy and a DLQ', () => {
-    template.hasResourceProperties('AWS::Scheduler::Schedule', {
-      ScheduleExpression: 'rate(1 minute)',
-      Target: Match.objectLike({
-        Input: JSON.stringify({ source: 'differently.schedule', task: 'sweep' }),
-        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 },
-        DeadLetterConfig: { Arn: Match.anyValue() },
-      }),
-    });
+  it.each(['sweep', 'reconcile'])(
+    'schedules the %s every minute with its input, a short retry policy and a DLQ',
+    (task) => {
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: 'rate(1 minute)',
+        Target: Match.objectLike({
+          Input: JSON.stringify({ source: 'differently.schedule', task }),
+          RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 120 },
+          DeadLetterConfig: { Arn: Match.anyValue() },
+        }),
+      });
+    },
+  );
+
+  it('runs the reconciler as a singleton: reserved concurrency 1', () => {
+    const id = logicalIdOf(resources, 'AWS::Lambda::Function', 'ReconcileFunction');
+    expect(resources[id]?.Properties.ReservedConcurrentExecutions).toBe(1);
+    const others = Object.entries(resources).filter(
+      ([key, r]) => r.Type === 'AWS::Lambda::Function' && key !== id,
+    );
+    for (const [, r] of others) expect(r.Properties.ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('serves a Regional REST API with throttling, access logs and binary media types', () => {
@@ -151,7 +163,7 @@ describe('the CDK app', () => {
 
   it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBe(9);
+    expect(alarms.length).toBe(10);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
   });

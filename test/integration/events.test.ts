@@ -3,6 +3,7 @@ import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
+import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
@@ -79,6 +80,17 @@ describe('events/ drive the handlers they are for', async () => {
       skipped: 0,
     });
     await expect(sweepHandler({ task: 'reconcile' })).rejects.toThrow(/expects/);
+  });
+
+  it('runs a reconcile pass from its schedule event, and refuses any other event', async () => {
+    const { plane } = await testPlane();
+    const reconcileHandler = createReconcileHandler(plane);
+    const report = await reconcileHandler(await load<unknown>('reconcile-schedule.json'));
+    expect(report.ran).toBe(true);
+    expect(report.pools.map((p) => p.pool)).toEqual(['first', 'second']);
+    await expect(reconcileHandler({ source: 'differently.schedule', task: 'sweep' })).rejects.toThrow(
+      /expects/,
+    );
   });
 
   it('reports a malformed record as a batch item failure without failing the others', async () => {

@@ -237,6 +237,54 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
       });
     });
 
+    describe('lookups for the reconciler, and leases', () => {
+      it('lists the live sandboxes of a pool and finds any sandbox by id alone', async () => {
+        const store = await subject.create();
+        const a = await newOrg(store);
+        const b = await newOrg(store);
+        const onPool = await move(store, await created(store, a.id), 'provisioning', 'pool-x');
+        const otherOrg = await move(store, await created(store, b.id), 'provisioning', 'pool-x');
+        await move(store, await created(store, a.id), 'provisioning', 'pool-y');
+        const failed = await store.updateSandbox(
+          await move(store, await created(store, a.id), 'provisioning', 'pool-x'),
+          {
+            status: 'failed',
+          },
+        );
+        const ids = (await store.listSandboxesByPool('pool-x', { limit: 100 })).items.map((s) => s.id);
+        expect(ids.sort()).toEqual([onPool.id, otherOrg.id].sort());
+        expect((await store.findSandbox(otherOrg.id))?.orgId).toBe(b.id);
+        expect((await store.findSandbox(failed.id))?.status).toBe('failed');
+        expect(await store.findSandbox(newId('sandbox'))).toBeUndefined();
+      });
+
+      it('grants a lease to one owner at a time until it expires', async () => {
+        const store = await subject.create();
+        const name = `lease-${newId('key')}`;
+        expect(
+          await store.acquireLease(name, 'one', '2026-01-01T00:05:00.000Z', '2026-01-01T00:00:00.000Z'),
+        ).toBe(true);
+        expect(
+          await store.acquireLease(name, 'two', '2026-01-01T00:06:00.000Z', '2026-01-01T00:01:00.000Z'),
+        ).toBe(false);
+        // The holder may renew; after expiry anyone may take it.
+        expect(
+          await store.acquireLease(name, 'one', '2026-01-01T00:07:00.000Z', '2026-01-01T00:02:00.000Z'),
+        ).toBe(true);
+        expect(
+          await store.acquireLease(name, 'two', '2026-01-01T00:09:00.000Z', '2026-01-01T00:08:00.000Z'),
+        ).toBe(true);
+        await store.releaseLease(name, 'one');
+        expect(
+          await store.acquireLease(name, 'three', '2026-01-01T00:10:00.000Z', '2026-01-01T00:08:30.000Z'),
+        ).toBe(false);
+        await store.releaseLease(name, 'two');
+        expect(
+          await store.acquireLease(name, 'three', '2026-01-01T00:10:00.000Z', '2026-01-01T00:08:30.000Z'),
+        ).toBe(true);
+      });
+    });
+
     describe('usage follows status in the same write', () => {
       it('reserves on activation, releases cpu and memory on stop, re-reserves on start, releases all on terminate', async () => {
         const store = await subject.create();

@@ -8,6 +8,7 @@ import { Construct } from 'constructs';
 
 export interface SchedulesProps {
   readonly sweep: IFunction;
+  readonly reconcile: IFunction;
 }
 
 /**
@@ -26,16 +27,24 @@ export class Schedules extends Construct {
     });
     // The schedules' own role (instead of a stack-wide one), allowed to invoke only their targets.
     const role = new Role(this, 'InvokeRole', { assumedBy: new ServicePrincipal('scheduler.amazonaws.com') });
-    new Schedule(this, 'Sweep', {
-      description: 'Differently sweep: TTL expiry, lost and stuck work, dead letters',
-      schedule: ScheduleExpression.rate(Duration.minutes(1)),
-      target: new LambdaInvoke(props.sweep, {
-        role,
-        input: ScheduleTargetInput.fromObject({ source: 'differently.schedule', task: 'sweep' }),
-        retryAttempts: 2,
-        maxEventAge: Duration.minutes(2),
-        deadLetterQueue: this.deadLetterQueue,
-      }),
-    });
+    const every = (id: string, task: 'sweep' | 'reconcile', target: IFunction, description: string) =>
+      new Schedule(this, id, {
+        description,
+        schedule: ScheduleExpression.rate(Duration.minutes(1)),
+        target: new LambdaInvoke(target, {
+          role,
+          input: ScheduleTargetInput.fromObject({ source: 'differently.schedule', task }),
+          retryAttempts: 2,
+          maxEventAge: Duration.minutes(2),
+          deadLetterQueue: this.deadLetterQueue,
+        }),
+      });
+    every('Sweep', 'sweep', props.sweep, 'Differently sweep: TTL expiry, lost and stuck work, dead letters');
+    every(
+      'Reconcile',
+      'reconcile',
+      props.reconcile,
+      'Differently reconciler: orphans, adoption, lost instances',
+    );
   }
 }

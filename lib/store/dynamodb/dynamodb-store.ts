@@ -1,5 +1,6 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -273,6 +274,11 @@ export class DynamoDbStore implements Store {
       await this.#write(sandbox.orgId, audit, () => [
         check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
         put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
+        put(
+          'pointer',
+          { ...keyOf.sandboxPointer(sandbox.id), orgId: sandbox.orgId },
+          'attribute_not_exists(PK)',
+        ),
         ...(idempotency === undefined
           ? []
           : [
@@ -387,6 +393,62 @@ export class DynamoDbStore implements Store {
       (item) => sandboxRecordSchema.parse(item),
       dueKeyOf,
     );
+  }
+
+  async listSandboxesByPool(pool: string, page: PageRequest): Promise<Page<SandboxRecord>> {
+    return this.#queryPage(
+      {
+        IndexName: tableKeys.byPool.name,
+        ...afterSortKey('GSI3PK', `POOL#${pool}`, 'GSI3SK', decodeCursor(page.cursor)),
+      },
+      page.limit,
+      (item) => sandboxRecordSchema.parse(item),
+      (sandbox) => sandbox.id,
+    );
+  }
+
+  async findSandbox(id: string): Promise<SandboxRecord | undefined> {
+    const orgId = (await this.#get(keyOf.sandboxPointer(id)))?.orgId;
+    return typeof orgId === 'string' ? this.getSandbox(orgId, id) : undefined;
+  }
+
+  async acquireLease(name: string, owner: string, until: string, now: string): Promise<boolean> {
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new PutCommand({
+            TableName: this.#table,
+            Item: { ...keyOf.lease(name), owner, until },
+            ConditionExpression: 'attribute_not_exists(PK) OR #until < :now OR #owner = :owner',
+            ExpressionAttributeNames: { '#until': 'until', '#owner': 'owner' },
+            ExpressionAttributeValues: { ':now': now, ':owner': owner },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+
+  async releaseLease(name: string, owner: string): Promise<void> {
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new DeleteCommand({
+            TableName: this.#table,
+            Key: keyOf.lease(name),
+            ConditionExpression: '#owner = :owner',
+            ExpressionAttributeNames: { '#owner': 'owner' },
+            ExpressionAttributeValues: { ':owner': owner },
+          }),
+        ),
+      );
+    } catch (error) {
+      // Taken over after it expired: it is no longer ours to release.
+      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    }
   }
 
   async updateSandbox(

@@ -15,6 +15,9 @@ export const keyOf = {
   sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
+  /** Which org a sandbox id belongs to, for lookups by id alone (the reconciler). */
+  sandboxPointer: (sandboxId: string) => ({ PK: `SBXID#${sandboxId}`, SK: 'SBXID' }),
+  lease: (name: string) => ({ PK: `LEASE#${name}`, SK: 'LEASE' }),
   /** Audit records waiting to be linked into the org's chain, in write order. */
   outbox: (orgId: string, id: string) => ({ PK: `ORG#${orgId}#OUTBOX`, SK: id }),
 };
