@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isKnownFeature } from './adapter/contract.ts';
+import { isKnownFeature, isTtlExtender } from './adapter/contract.ts';
 import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
 import type { Config } from './config.ts';
@@ -10,6 +10,7 @@ import type { PoolRegistry } from './pools.ts';
 import type { WorkQueue } from './queue/port.ts';
 import { neverFits } from './quota.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
+import { isTerminal } from './sandbox-state.ts';
 import { wakeWaiters } from './scheduler/wake.ts';
 import {
   type CreateSandboxRequest,
@@ -20,7 +21,7 @@ import {
   resourcesSchema,
   type SandboxView,
 } from './schemas/sandboxes.ts';
-import type { Page, PageRequest, SandboxFilter, Store } from './store/port.ts';
+import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from './store/port.ts';
 import type { OrgRecord, SandboxRecord } from './store/records.ts';
 
 export interface SandboxServiceDeps {
@@ -132,6 +133,66 @@ export class SandboxService {
     const projectId = principal.projectId ?? filter.projectId;
     const result = await this.#deps.store.listSandboxes(principal.orgId, { ...filter, projectId }, page);
     return { items: result.items.map(sandboxView), nextCursor: result.nextCursor };
+  }
+
+  /**
+   * PATCH: labels replace the tenant's labels; ttlSeconds resets expiresAt from now and, where the
+   * adapter can, moves the provider-side lifetime too (E0.20). Where it cannot, the answer says so.
+   */
+  async update(
+    principal: OrgPrincipal,
+    id: string,
+    request: { ttlSeconds?: number | undefined; labels?: Record<string, string> | undefined },
+  ): Promise<SandboxView & { providerTtl?: { extended: boolean; note: string } }> {
+    const record = await this.load(principal, id);
+    const now = this.#now();
+    const patch: SandboxPatch = { updatedAt: now.toISOString() };
+    if (request.labels !== undefined) patch.labels = request.labels;
+    if (request.ttlSeconds !== undefined) {
+      if (isTerminal(record.status) || record.status === 'terminating') {
+        throw errors.invalidState(`the TTL of a ${record.status} sandbox cannot change`, {
+          status: record.status,
+        });
+      }
+      patch.ttlSeconds = request.ttlSeconds;
+      if (record.expiresAt !== null)
+        patch.expiresAt = new Date(now.getTime() + request.ttlSeconds * 1000).toISOString();
+    }
+    const updated = await this.#deps.store.updateSandbox(record, patch, {
+      audit: {
+        actor: principal.keyId,
+        action: 'sandbox.updated',
+        target: id,
+        details: {
+          ...(request.ttlSeconds !== undefined && { ttlSeconds: request.ttlSeconds }),
+          labels: request.labels !== undefined,
+        },
+      },
+    });
+    const view = sandboxView(updated);
+    if (request.ttlSeconds === undefined) return view;
+    return { ...view, providerTtl: await this.#extendBackstop(updated, request.ttlSeconds) };
+  }
+
+  async #extendBackstop(
+    record: SandboxRecord,
+    ttlSeconds: number,
+  ): Promise<{ extended: boolean; note: string }> {
+    if (record.pool === null || record.backendRef === null) {
+      return {
+        extended: false,
+        note: 'no backend instance yet: the backend gets this TTL when it is created',
+      };
+    }
+    const adapter = this.#deps.pools.adapterOf(record.pool);
+    if (!isTtlExtender(adapter)) {
+      return {
+        extended: false,
+        note: `the ${adapter.info().kind} backend's own lifetime was set at creation and cannot be moved: it may end the sandbox earlier, and the reconciler then marks it failed`,
+      };
+    }
+    await adapter.extendTtl(record.backendRef, ttlSeconds, { signal: AbortSignal.timeout(30_000) });
+    return { extended: true, note: 'the backend lifetime was moved too' };
   }
 
   /** Terminate: idempotent. A sandbox already terminating or terminated is returned as it is. */

@@ -18,6 +18,7 @@ import {
   type Snapshotter,
   type Streamer,
   type Trust,
+  type TtlExtender,
 } from '../../lib/adapter/contract.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -97,7 +98,7 @@ const echoExec: FakeExecFunc = (request) => ({
  * injected per method; every call is counted so tests can assert what the control plane did.
  */
 export class FakeAdapter
-  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, TtlExtender
 {
   readonly #options: FakeAdapterOptions;
   readonly #instances = new Map<string, FakeInstance>();
@@ -315,6 +316,14 @@ export class FakeAdapter
 
   async deleteSnapshot(snapshotRef: string): Promise<void> {
     this.#snapshots.delete(snapshotRef);
+  }
+
+  /** The provider-side lifetime last set per instance, in seconds (the fake's backstop). */
+  readonly backstops = new Map<string, number>();
+
+  async extendTtl(ref: string, ttlSeconds: number): Promise<void> {
+    this.#instance(ref);
+    this.backstops.set(ref, ttlSeconds);
   }
 
   async exposePort(ref: string, port: number): Promise<string> {

@@ -155,6 +155,15 @@ export interface Snapshotter {
   snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo>;
   deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void>;
 }
+/**
+ * Backends with a provider-side lifetime (OpenSandbox timeout, Daytona ttlMinutes, Freestyle ttlSeconds)
+ * that can be moved after creation. Without it, extending a sandbox's TTL leaves the backstop where it
+ * was (the seeds' E0.20), and the API says so.
+ */
+export interface TtlExtender {
+  extendTtl(ref: string, ttlSeconds: number, opts?: CallOptions): Promise<void>;
+}
+
 export interface PortExposer {
   exposePort(ref: string, port: number, opts?: CallOptions): Promise<string>;
 }
@@ -176,6 +185,8 @@ export const isSnapshotter = (a: ExecutionAdapter): a is ExecutionAdapter & Snap
   hasMethods(a, 'snapshot', 'deleteSnapshot');
 export const isPortExposer = (a: ExecutionAdapter): a is ExecutionAdapter & PortExposer =>
   hasMethods(a, 'exposePort');
+export const isTtlExtender = (a: ExecutionAdapter): a is ExecutionAdapter & TtlExtender =>
+  hasMethods(a, 'extendTtl');
 
 /** Features backed by an optional interface; everything else is required or declaration-only. */
 const interfaceOf: Partial<Record<Feature, (a: ExecutionAdapter) => boolean>> = {

@@ -14,6 +14,8 @@ import {
   execResultSchema,
   sandboxListQuerySchema,
   sandboxSchema,
+  updatedSandboxSchema,
+  updateSandboxSchema,
 } from '../schemas/sandboxes.ts';
 import {
   createdKeySchema,
@@ -179,6 +181,19 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       handle: async ({ principal, params }) => ({
         status: 200,
         body: await sandboxes.get(requireOrg(principal), params.id),
+      }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/v1/sandboxes/{id}',
+      summary: "Change a sandbox's TTL (expiresAt reset from now) or labels",
+      auth: 'org',
+      params: sandboxParams,
+      body: updateSandboxSchema,
+      responses: { 200: updatedSandboxSchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await sandboxes.update(requireOrg(principal), params.id, body),
       }),
     }),
     route({

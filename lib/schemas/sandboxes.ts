@@ -78,6 +78,25 @@ export const sandboxSchema = z.object({
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 
+export const updateSandboxSchema = z
+  .strictObject({
+    /** Resets expiresAt to now + ttlSeconds (running, stopped and paused sandboxes). */
+    ttlSeconds: z.int().min(60).max(maxTtlSeconds).optional(),
+    /** Replaces the tenant's labels. */
+    labels: labelsSchema.optional(),
+  })
+  .refine((body) => body.ttlSeconds !== undefined || body.labels !== undefined, {
+    message: 'send ttlSeconds, labels, or both',
+  });
+
+/** What happened to the provider-side lifetime when the TTL changed. */
+export const backstopSchema = z.object({
+  extended: z.boolean(),
+  note: z.string(),
+});
+
+export const updatedSandboxSchema = sandboxSchema.extend({ providerTtl: backstopSchema.optional() });
+
 export const sandboxListQuerySchema = listQuerySchema.extend({
   status: z.enum(sandboxStatuses).optional(),
   projectId: z.string().max(64).optional(),

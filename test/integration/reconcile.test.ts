@@ -234,6 +234,18 @@ describe.each(Object.keys(stores))('reconciler (%s store)', (kind) => {
     expect((await reload(onSecond.id)).status).toBe('running');
   });
 
+  it('finishes in the next pass what a failure interrupted in this one', async () => {
+    const { first, installation, advance, poolReport } = await setup(kind);
+    const a = first.plant('sbx_01ARZ3NDEKTSV4RRFFQ69G5FAV', installation);
+    const b = first.plant('sbx_01ARZ3NDEKTSV4RRFFQ69G5FAW', installation);
+    first.inject('delete', { error: errors.providerUnavailable('connection reset') });
+    advance(60);
+    expect((await poolReport('first'))?.orphansDeleted).toBe(1);
+    expect((await poolReport('first'))?.orphansDeleted).toBe(1);
+    await expect(first.get(a.ref)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(first.get(b.ref)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it('does nothing while another pass holds the lease, and proceeds once it expired', async () => {
     const { plane, store, now, advance } = await setup(kind);
     const until = new Date(now().getTime() + 300_000).toISOString();
