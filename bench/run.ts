@@ -1,3 +1,4 @@
 /** npm run bench: every benchmark in turn, each printing its own figures. */
 await import('./store.bench.ts');
 await import('./queues.bench.ts');
+await import('./reconcile.bench.ts');

@@ -1,0 +1,120 @@
+/**
+ * Reconcile pass cost against DynamoDB Local (npm run bench): DynamoDB requests and adapter calls for one
+ * pass with 1, 1,000 and 10,000 live sandboxes on one pool. Goal: one List per pool, and reads that grow
+ * with pages (100 sandboxes per Query), not one request per sandbox.
+ */
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../adapters/registry.ts';
+import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
+import { parseConfig } from '../lib/config.ts';
+import { createControlPlane } from '../lib/control-plane.ts';
+import { newId } from '../lib/ids.ts';
+import { silentLog } from '../lib/log.ts';
+import { reconcile } from '../lib/scheduler/reconcile.ts';
+import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
+import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
+import { sandboxItem } from '../lib/store/dynamodb/items.ts';
+import { ensureTable } from '../lib/store/dynamodb/table.ts';
+import type { SandboxRecord } from '../lib/store/records.ts';
+import { printTable } from './stats.ts';
+
+const local = await startDynamoDbLocal();
+const base = localDynamoDbClient(local.endpoint);
+let requests = 0;
+base.middlewareStack.add(
+  (next) => async (args) => {
+    requests++;
+    return next(args);
+  },
+  { step: 'initialize', name: 'countRequests' },
+);
+const doc = documentClient(base);
+const rows: string[][] = [];
+try {
+  for (const live of [1, 1000, 10_000]) {
+    const tableName = `reconcile-bench-${live}`;
+    await ensureTable(base, tableName);
+    const store = new DynamoDbStore({ client: doc, tableName, linkInline: false });
+    const fake = new FakeAdapter();
+    const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
+    const plane = createControlPlane({
+      config,
+      store,
+      queue: { send: async () => {}, changeVisibility: async () => {} },
+      pools: await buildPools(config, { log: silentLog, adapters: { fake } }),
+      log: silentLog,
+    });
+    const installation = await store.installation();
+    const org = await plane.tenancy.createOrg({ name: 'bench' });
+    const longAgo = '2026-01-01T00:00:00.000Z';
+    const records: SandboxRecord[] = [];
+    for (let i = 0; i < live; i++) {
+      const id = newId('sandbox');
+      const instance = fake.plant(id, installation);
+      records.push(seeded(id, org.id, instance.ref, longAgo));
+    }
+    for (let i = 0; i < records.length; i += 25) {
+      await doc.send(
+        new BatchWriteCommand({
+          RequestItems: {
+            [tableName]: records.slice(i, i + 25).map((r) => ({ PutRequest: { Item: sandboxItem(r) } })),
+          },
+        }),
+      );
+    }
+    const before = requests;
+    const listsBefore = fake.calls.get('list') ?? 0;
+    const started = performance.now();
+    const report = await reconcile(plane);
+    const elapsed = performance.now() - started;
+    const pool = report.pools[0];
+    if (pool === undefined || pool.listed !== live || pool.failed + pool.orphansDeleted !== 0) {
+      throw new Error(`the pass should change nothing: ${JSON.stringify(pool)}`);
+    }
+    rows.push([
+      String(live),
+      String(requests - before),
+      String((fake.calls.get('list') ?? 0) - listsBefore),
+      String(fake.calls.get('delete') ?? 0),
+      elapsed.toFixed(0),
+    ]);
+  }
+  printTable(
+    'One reconcile pass, one pool, all sandboxes healthy (DynamoDB Local)',
+    ['live sandboxes', 'DynamoDB requests', 'adapter List calls', 'adapter Deletes', 'ms'],
+    rows,
+  );
+  console.log('requests = lease put + installation + pool-index pages (100 per Query) + lease release\n');
+} finally {
+  base.destroy();
+  await local.stop();
+}
+
+function seeded(id: string, orgId: string, backendRef: string, at: string): SandboxRecord {
+  return {
+    id,
+    orgId,
+    projectId: null,
+    status: 'running',
+    statusMessage: null,
+    version: 3,
+    pool: 'fake',
+    backendRef,
+    template: null,
+    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
+    labels: {},
+    capabilities: [],
+    env: {},
+    ttlSeconds: 3600,
+    queueTimeoutSeconds: null,
+    allowedPools: null,
+    regions: null,
+    fromSnapshot: null,
+    attempts: 0,
+    placement: { pool: 'fake', rejected: [], decidedAt: at },
+    createdAt: at,
+    updatedAt: at,
+    expiresAt: '2030-01-01T00:00:00.000Z',
+  };
+}
