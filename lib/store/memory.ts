@@ -16,7 +16,7 @@ import {
   type Store,
   type UpdateSandboxOptions,
 } from './port.ts';
-import type { KeyRecord, OrgRecord, SandboxRecord } from './records.ts';
+import type { KeyRecord, OrgRecord, SandboxRecord, SnapshotRecord } from './records.ts';
 
 interface IdempotencyRecord {
   requestHash: string;
@@ -41,6 +41,7 @@ export class MemoryStore implements Store {
   readonly #heads = new Map<string, ChainHead>();
   readonly #idempotency = new Map<string, IdempotencyRecord>();
   readonly #leases = new Map<string, { owner: string; until: string }>();
+  readonly #snapshots = new Map<string, SnapshotRecord>();
   readonly #now: () => Date;
 
   constructor(options: { now?: () => Date } = {}) {
@@ -202,6 +203,40 @@ export class MemoryStore implements Store {
     this.#sandboxes.set(next.id, next);
     if (options.audit !== undefined) this.#append(next.orgId, options.audit);
     return structuredClone(next);
+  }
+
+  async createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void> {
+    const org = this.#orgs.get(snapshot.orgId);
+    if (org === undefined) throw errors.notFound('org', snapshot.orgId);
+    if (this.#snapshots.has(snapshot.id)) throw errors.conflict(`snapshot ${snapshot.id} already exists`);
+    const usage = this.#usage.get(snapshot.orgId) ?? { ...zeroUsage };
+    const over = exceededQuota(usage, { snapshots: 1 }, org.quota);
+    if (over !== undefined) throw quotaExceeded(over);
+    this.#usage.set(snapshot.orgId, { ...usage, snapshots: usage.snapshots + 1 });
+    this.#snapshots.set(snapshot.id, structuredClone(snapshot));
+    this.#append(snapshot.orgId, audit);
+  }
+
+  async getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined> {
+    const snapshot = this.#snapshots.get(id);
+    return snapshot?.orgId === orgId ? structuredClone(snapshot) : undefined;
+  }
+
+  async listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>> {
+    return paginate(
+      [...this.#snapshots.values()].filter((snapshot) => snapshot.orgId === orgId),
+      page,
+    );
+  }
+
+  async deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord> {
+    const snapshot = this.#snapshots.get(id);
+    if (snapshot === undefined || snapshot.orgId !== orgId) throw errors.notFound('snapshot', id);
+    const usage = this.#usage.get(orgId) ?? { ...zeroUsage };
+    this.#usage.set(orgId, { ...usage, snapshots: usage.snapshots - 1 });
+    this.#snapshots.delete(id);
+    this.#append(orgId, audit);
+    return structuredClone(snapshot);
   }
 
   async appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {

@@ -1,7 +1,7 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit.ts';
 import type { Usage } from '../quota.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
-import type { KeyRecord, OrgRecord, SandboxRecord } from './records.ts';
+import type { KeyRecord, OrgRecord, SandboxRecord, SnapshotRecord } from './records.ts';
 
 export interface PageRequest {
   cursor?: string | undefined;
@@ -96,6 +96,13 @@ export interface Store {
     patch: SandboxPatch,
     options?: UpdateSandboxOptions,
   ): Promise<SandboxRecord>;
+
+  /** Records a snapshot and takes one of the org's maxSnapshots in the same write (quota_exceeded past it). */
+  createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void>;
+  getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined>;
+  listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>>;
+  /** Removes the record and gives its slot back in the same write; a missing one is not_found. */
+  deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord>;
 
   appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent>;
   /** Links audit records still waiting to enter the org's chain (stores that defer linking). */

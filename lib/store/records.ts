@@ -58,6 +58,22 @@ export const sandboxRecordSchema = z.object({
 });
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
+export const snapshotRecordSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  projectId: z.string().nullable(),
+  /** The sandbox it was taken from; the snapshot outlives it. */
+  sandboxId: z.string(),
+  /** Restores are pinned to this pool: snapshots are not portable between backends. */
+  pool: z.string(),
+  backendRef: z.string(),
+  kind: z.enum(['disk', 'memory']),
+  sizeBytes: z.number(),
+  status: z.enum(['ready']),
+  createdAt: z.string(),
+});
+export type SnapshotRecord = z.infer<typeof snapshotRecordSchema>;
+
 export const usageSchema = z.object({
   cpu: z.number(),
   memoryMiB: z.number(),

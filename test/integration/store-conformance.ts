@@ -409,6 +409,59 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
       });
     });
 
+    describe('snapshots', () => {
+      const snapshotOf = (orgId: string, sandboxId = newId('sandbox')) => ({
+        id: newId('snapshot'),
+        orgId,
+        projectId: null,
+        sandboxId,
+        pool: 'p1',
+        backendRef: `ref-${newId('key')}`,
+        kind: 'disk' as const,
+        sizeBytes: 1024,
+        status: 'ready' as const,
+        createdAt: new Date().toISOString(),
+      });
+
+      it('counts snapshots against maxSnapshots: 10 concurrent creates, a quota of 3, exactly 3 succeed', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxSnapshots: 3 });
+        const results = await Promise.all(
+          Array.from({ length: 10 }, () =>
+            codeOf(store.createSnapshot(snapshotOf(org.id), system('snapshot.created'))),
+          ),
+        );
+        expect(results.filter((r) => r === 'ok').length).toBe(3);
+        expect(results.filter((r) => r !== 'ok').every((r) => r === 'quota_exceeded')).toBe(true);
+        expect((await store.getUsage(org.id)).snapshots).toBe(3);
+        expect((await store.listSnapshots(org.id, { limit: 10 })).items.length).toBe(3);
+      });
+
+      it('gives the slot back on delete, scopes reads to the org, and refuses unknown ids', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxSnapshots: 1 });
+        const other = await newOrg(store);
+        const first = snapshotOf(org.id);
+        await store.createSnapshot(first, system('snapshot.created'));
+        expect(await codeOf(store.createSnapshot(snapshotOf(org.id), system('snapshot.created')))).toBe(
+          'quota_exceeded',
+        );
+        expect(await store.getSnapshot(org.id, first.id)).toEqual(first);
+        expect(await store.getSnapshot(other.id, first.id)).toBeUndefined();
+        expect(await codeOf(store.deleteSnapshot(other.id, first.id, system('snapshot.deleted')))).toBe(
+          'not_found',
+        );
+        expect(await store.deleteSnapshot(org.id, first.id, system('snapshot.deleted'))).toEqual(first);
+        expect((await store.getUsage(org.id)).snapshots).toBe(0);
+        expect(await codeOf(store.deleteSnapshot(org.id, first.id, system('snapshot.deleted')))).toBe(
+          'not_found',
+        );
+        await store.createSnapshot(snapshotOf(org.id), system('snapshot.created'));
+        const actions = (await store.listAudit(org.id, { limit: 10 })).items.map((e) => e.action);
+        expect(actions).toEqual(['org.created', 'snapshot.created', 'snapshot.deleted', 'snapshot.created']);
+      });
+    });
+
     describe('idempotency', () => {
       it('returns the first sandbox for a repeat with the same body; another body is a conflict', async () => {
         const store = await subject.create();

@@ -37,7 +37,9 @@ import {
   type OrgRecord,
   orgRecordSchema,
   type SandboxRecord,
+  type SnapshotRecord,
   sandboxRecordSchema,
+  snapshotRecordSchema,
   usageSchema,
 } from '../records.ts';
 import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey, usageItem } from './items.ts';
@@ -515,6 +517,87 @@ export class DynamoDbStore implements Store {
     const org = await this.getOrg(orgId);
     if (org === undefined) throw errors.notFound('org', orgId);
     return org.quota;
+  }
+
+  async createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void> {
+    try {
+      await this.#write(snapshot.orgId, audit, () => [
+        put(
+          'snapshot',
+          { ...snapshot, ...keyOf.snapshot(snapshot.orgId, snapshot.id) },
+          'attribute_not_exists(PK)',
+        ),
+        {
+          label: 'usage',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.usage(snapshot.orgId),
+              UpdateExpression: 'ADD snapshots :one, free_snapshots :minusOne',
+              ConditionExpression: 'attribute_exists(PK) AND free_snapshots >= :one',
+              ExpressionAttributeValues: { ':one': 1, ':minusOne': -1 },
+            },
+          },
+        },
+      ]);
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      if (error.failed.some((f) => f.label === 'usage')) {
+        const quota = await this.#quotaOf(snapshot.orgId);
+        const usage = await this.getUsage(snapshot.orgId);
+        throw quotaExceeded({
+          field: 'snapshots',
+          limit: quota.maxSnapshots,
+          used: usage.snapshots,
+          requested: 1,
+        });
+      }
+      throw errors.conflict(`snapshot ${snapshot.id} already exists`);
+    }
+  }
+
+  async getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined> {
+    const item = await this.#get(keyOf.snapshot(orgId, id));
+    return item === undefined ? undefined : snapshotRecordSchema.parse(item);
+  }
+
+  async listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>> {
+    const after = decodeCursor(page.cursor);
+    return this.#queryPage(
+      {
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ExpressionAttributeValues: { ':pk': `ORG#${orgId}`, ':prefix': 'SNP#' },
+        ...(after !== undefined && { ExclusiveStartKey: keyOf.snapshot(orgId, after) }),
+      },
+      page.limit,
+      (item) => snapshotRecordSchema.parse(item),
+      (snapshot) => snapshot.id,
+    );
+  }
+
+  async deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord> {
+    const snapshot = await this.getSnapshot(orgId, id);
+    if (snapshot === undefined) throw errors.notFound('snapshot', id);
+    try {
+      await this.#write(orgId, audit, () => [
+        del('snapshot', keyOf.snapshot(orgId, id), 'attribute_exists(PK)'),
+        {
+          label: 'usage',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.usage(orgId),
+              UpdateExpression: 'ADD snapshots :minusOne, free_snapshots :one',
+              ExpressionAttributeValues: { ':one': 1, ':minusOne': -1 },
+            },
+          },
+        },
+      ]);
+    } catch (error) {
+      if (error instanceof Canceled) throw errors.notFound('snapshot', id);
+      throw error;
+    }
+    return snapshot;
   }
 
   /** Appends one event now, on the current head; a linker or another append that moved the head first is retried. */

@@ -14,6 +14,7 @@ export const keyOf = {
   key: (keyId: string) => ({ PK: `KEY#${keyId}`, SK: 'KEY' }),
   sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
+  snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
   /** Which org a sandbox id belongs to, for lookups by id alone (the reconciler). */
   sandboxPointer: (sandboxId: string) => ({ PK: `SBXID#${sandboxId}`, SK: 'SBXID' }),
