@@ -2,3 +2,4 @@
 await import('./store.bench.ts');
 await import('./queues.bench.ts');
 await import('./reconcile.bench.ts');
+await import('./bundles.bench.ts');
