@@ -12,6 +12,8 @@ export const env = {
   /** `dynamodb` (default on AWS) or `memory` (a single process only). */
   store: 'DIFFERENTLY_STORE',
   tableName: 'DIFFERENTLY_TABLE_NAME',
+  /** The custom EventBridge bus lifecycle events go to; unset: none are published. */
+  eventBusName: 'DIFFERENTLY_EVENT_BUS_NAME',
   provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
   provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',

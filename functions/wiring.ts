@@ -2,10 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
+import { publishLifecycleEvents } from '../lib/events.ts';
+import { EventBridgePublisher } from '../lib/events-eventbridge.ts';
 import type { Log } from '../lib/log.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
@@ -38,7 +41,15 @@ function storeFromEnv(): Store {
   const table = requireEnv(env.tableName)[env.tableName] ?? '';
   const endpoint = process.env[env.dynamodbEndpoint];
   const client = new DynamoDBClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
-  return new DynamoDbStore({ client: documentClient(client), tableName: table });
+  const bus = process.env[env.eventBusName];
+  return new DynamoDbStore({
+    client: documentClient(client),
+    tableName: table,
+    ...(bus !== undefined &&
+      bus !== '' && {
+        onLinking: publishLifecycleEvents(new EventBridgePublisher(new EventBridgeClient({}), bus)),
+      }),
+  });
 }
 
 /** The control plane of one Lambda container, built once at cold start from the environment contract. */

@@ -37,6 +37,7 @@ export async function transitionSandbox(
           from: current.status,
           to,
           pool,
+          projectId: current.projectId,
           ...(patch.statusMessage !== undefined &&
             patch.statusMessage !== null && { reason: patch.statusMessage }),
         },

@@ -9,8 +9,10 @@ import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
+import type { AuditEvent } from '../../lib/audit.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
+import { type EventPublisher, type LifecycleEvent, publishLifecycleEvents } from '../../lib/events.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
 import { type QueueName, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
@@ -30,14 +32,18 @@ import { ScheduleTimer } from './timers.ts';
 const sweepEvent = { source: 'differently.schedule', task: 'sweep' };
 const reconcileEvent = { source: 'differently.schedule', task: 'reconcile' };
 
-async function localStore(options: LocalRuntimeOptions): Promise<{ store: Store; stop(): Promise<void> }> {
-  if ((options.storeKind ?? 'memory') === 'memory') return { store: new MemoryStore(), stop: async () => {} };
+async function localStore(
+  options: LocalRuntimeOptions,
+  onLinking: (events: AuditEvent[]) => Promise<void>,
+): Promise<{ store: Store; stop(): Promise<void> }> {
+  if ((options.storeKind ?? 'memory') === 'memory')
+    return { store: new MemoryStore({ onLinking }), stop: async () => {} };
   const emulator = options.dynamodbEndpoint === undefined ? await startDynamoDbLocal() : undefined;
   const client = localDynamoDbClient(options.dynamodbEndpoint ?? emulator?.endpoint ?? '');
   const tableName = 'differently';
   await ensureTable(client, tableName);
   return {
-    store: new DynamoDbStore({ client: documentClient(client), tableName }),
+    store: new DynamoDbStore({ client: documentClient(client), tableName, onLinking }),
     async stop() {
       client.destroy();
       await emulator?.stop();
@@ -99,6 +105,8 @@ export interface LocalRuntime {
   adminKey: string;
   plane: ControlPlane;
   sqs: Awaited<ReturnType<typeof startEmbeddedSqs>>;
+  /** Every lifecycle event published so far, in order (the test hook). */
+  events: LifecycleEvent[];
   stop(): Promise<void>;
 }
 
@@ -117,8 +125,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     terminate: { ...settings.terminate, ...options.queues?.terminate },
   });
   const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
+  // Lifecycle events: the same ones the bus receives on AWS, written to the log and kept for tests.
+  const events: LifecycleEvent[] = [];
+  const publisher: EventPublisher = {
+    async publish(batch) {
+      for (const event of batch) {
+        events.push(event);
+        log.info(`event ${event.detailType}`, { ...event.detail });
+      }
+    },
+  };
   const backing =
-    options.store === undefined ? await localStore(options) : { store: options.store, stop: async () => {} };
+    options.store === undefined
+      ? await localStore(options, publishLifecycleEvents(publisher))
+      : { store: options.store, stop: async () => {} };
   const plane = createControlPlane({
     config,
     store: backing.store,
@@ -168,6 +188,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     adminKey,
     plane,
     sqs,
+    events,
     async stop() {
       await http.stop();
       await Promise.all(timers.map((timer) => timer.stop()));

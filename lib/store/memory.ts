@@ -44,8 +44,12 @@ export class MemoryStore implements Store {
   readonly #snapshots = new Map<string, SnapshotRecord>();
   readonly #now: () => Date;
 
-  constructor(options: { now?: () => Date } = {}) {
+  readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
+
+  /** `onLinking` sees every event as it is chained (here, as it is written): the local event hook. */
+  constructor(options: { now?: () => Date; onLinking?: (events: AuditEvent[]) => Promise<void> } = {}) {
     this.#now = options.now ?? (() => new Date());
+    this.#onLinking = options.onLinking;
   }
 
   async installation(): Promise<string> {
@@ -299,6 +303,8 @@ export class MemoryStore implements Store {
     events.push(event);
     this.#audit.set(orgId, events);
     this.#heads.set(orgId, { seq: event.seq, hash: event.hash });
+    // In-process only (dev mode): the hook logs and records; it cannot lose what is already stored.
+    this.#onLinking?.([structuredClone(event)]).catch(() => undefined);
     return event;
   }
 }

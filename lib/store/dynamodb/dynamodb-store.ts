@@ -80,6 +80,11 @@ export interface DynamoDbStoreOptions {
    * the chain is read or when linkAudit is called (the sweep).
    */
   linkInline?: boolean;
+  /**
+   * Called with each batch of events about to be linked, before the link is written: a failure leaves
+   * them in the outbox, so what it publishes is published at least once (the lifecycle event bus).
+   */
+  onLinking?: (events: AuditEvent[]) => Promise<void>;
 }
 
 /** Counters the benchmark reads. */
@@ -116,6 +121,7 @@ export class DynamoDbStore implements Store {
   readonly #maxChainRetries: number;
   #installation: string | undefined;
   readonly #linkInline: boolean;
+  readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
   readonly #linking = new Map<string, Promise<void>>();
   readonly #linkAgain = new Set<string>();
   readonly stats: DynamoDbStoreStats = {
@@ -131,6 +137,7 @@ export class DynamoDbStore implements Store {
     this.#now = options.now ?? (() => new Date());
     this.#maxChainRetries = options.maxChainRetries ?? 25;
     this.#linkInline = options.linkInline ?? true;
+    this.#onLinking = options.onLinking;
   }
 
   async installation(): Promise<string> {
@@ -715,6 +722,8 @@ export class DynamoDbStore implements Store {
         head = event;
         return { outboxId: item.SK, event };
       });
+      // Published before the link commits: if this fails, nothing is linked and the next link publishes again.
+      await this.#onLinking?.(events.map(({ event }) => event));
       const actions: Action[] = [
         ...events.map(({ event }) => put('audit-event', auditItem(event), 'attribute_not_exists(PK)')),
         ...events.map(({ outboxId }) => del('outbox', keyOf.outbox(orgId, outboxId), 'attribute_exists(PK)')),

@@ -1,0 +1,68 @@
+import type { AuditEvent } from './audit.ts';
+import { sandboxStatuses } from './sandbox-state.ts';
+
+/** One lifecycle event, published as detail-type `differently.sandbox.<status>` on the event bus. */
+export interface LifecycleEvent {
+  detailType: string;
+  detail: {
+    sandboxId: string;
+    orgId: string;
+    projectId: string | null;
+    pool: string | null;
+    status: string;
+    from: string | null;
+    reason: string | null;
+    at: string;
+    /** The audit event it comes from: consumers can de-duplicate on (orgId, seq). */
+    seq: number;
+  };
+}
+
+export interface EventPublisher {
+  /** Publishes all or throws: a failure leaves the events to be published again (at least once). */
+  publish(events: LifecycleEvent[]): Promise<void>;
+}
+
+const statuses: ReadonlySet<string> = new Set(sandboxStatuses);
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/**
+ * The lifecycle events in a batch of audit events: every sandbox status change (`sandbox.<status>`, and
+ * `sandbox.created` as `queued`). Derived from committed audit records only, so nothing is published
+ * for a change that did not happen, and nothing that happened is missed.
+ */
+export function lifecycleEventsOf(events: readonly AuditEvent[]): LifecycleEvent[] {
+  const out: LifecycleEvent[] = [];
+  for (const event of events) {
+    const [kind, verb] = event.action.split('.');
+    if (kind !== 'sandbox' || verb === undefined) continue;
+    const status = verb === 'created' ? 'queued' : verb;
+    if (!statuses.has(status)) continue;
+    out.push({
+      detailType: `differently.sandbox.${status}`,
+      detail: {
+        sandboxId: event.target,
+        orgId: event.orgId,
+        projectId: text(event.details.projectId),
+        pool: text(event.details.pool),
+        status,
+        from: text(event.details.from),
+        reason: text(event.details.reason),
+        at: event.at,
+        seq: event.seq,
+      },
+    });
+  }
+  return out;
+}
+
+/** The store hook that turns each batch of chained audit events into published lifecycle events. */
+export function publishLifecycleEvents(publisher: EventPublisher): (events: AuditEvent[]) => Promise<void> {
+  return async (events) => {
+    const lifecycle = lifecycleEventsOf(events);
+    if (lifecycle.length > 0) await publisher.publish(lifecycle);
+  };
+}

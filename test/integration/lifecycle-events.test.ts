@@ -1,0 +1,233 @@
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { mockClient } from 'aws-sdk-client-mock';
+import { describe, expect, inject, it } from 'vitest';
+import { startLocalRuntime } from '../../infra/local/runtime.ts';
+import type { AuditEvent } from '../../lib/audit.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../lib/events.ts';
+import { EventBridgePublisher } from '../../lib/events-eventbridge.ts';
+import { quotaSchema } from '../../lib/schemas/tenancy.ts';
+import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
+import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { ensureTable } from '../../lib/store/dynamodb/table.ts';
+import { waitFor } from '../helpers/http-client.ts';
+
+describe.each(['memory', 'dynamodb'] as const)(
+  'lifecycle events on the local runtime (%s store)',
+  (storeKind) => {
+    it('publishes every status change of a sandbox, in order, with org, project, pool and reason', async () => {
+      const runtime = await startLocalRuntime({
+        storeKind,
+        dynamodbEndpoint: inject('dynamodbEndpoint'),
+        config: parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] }),
+        sweepIntervalSeconds: 0,
+        reconcileIntervalSeconds: 0,
+      });
+      try {
+        const org = await runtime.plane.tenancy.createOrg({ name: 'events' });
+        const principal = {
+          kind: 'org',
+          orgId: org.id,
+          keyId: 'key_x',
+          role: 'member',
+          projectId: 'prj_a',
+        } as const;
+        const { sandbox } = await runtime.plane.sandboxes.create(principal, {});
+        await waitFor(
+          () => runtime.plane.sandboxes.get(principal, sandbox.id),
+          (s) => s.status === 'running',
+          'running',
+        );
+        await runtime.plane.sandboxes.delete(principal, sandbox.id);
+        await waitFor(
+          () => runtime.plane.sandboxes.get(principal, sandbox.id),
+          (s) => s.status === 'terminated',
+          'terminated',
+        );
+        const mine = () => runtime.events.filter((e) => e.detail.sandboxId === sandbox.id);
+        await waitFor(
+          async () => mine().length,
+          (n) => n >= 5,
+          'five events',
+        );
+        expect(mine().map((e) => e.detailType)).toEqual([
+          'differently.sandbox.queued',
+          'differently.sandbox.provisioning',
+          'differently.sandbox.running',
+          'differently.sandbox.terminating',
+          'differently.sandbox.terminated',
+        ]);
+        expect(mine()[2]?.detail).toMatchObject({
+          orgId: org.id,
+          projectId: 'prj_a',
+          pool: 'fake',
+          from: 'provisioning',
+        });
+        expect(mine()[3]?.detail.reason).toBe('termination requested');
+      } finally {
+        await runtime.stop();
+      }
+    });
+  },
+);
+
+describe('at least once, never from a change that did not commit', () => {
+  it('keeps events in the outbox while publishing fails, and publishes them with the next link', async () => {
+    const base = localDynamoDbClient(inject('dynamodbEndpoint'));
+    const tableName = `events-${process.pid}`;
+    await ensureTable(base, tableName);
+    const published: LifecycleEvent[] = [];
+    let failing = true;
+    const store = new DynamoDbStore({
+      client: documentClient(base),
+      tableName,
+      linkInline: false,
+      onLinking: publishLifecycleEvents({
+        async publish(events) {
+          if (failing) throw new Error('EventBridge is down');
+          published.push(...events);
+        },
+      }),
+    });
+    const org = {
+      id: 'org_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+      name: 'e',
+      quota: quotaSchema.parse({}),
+      createdAt: new Date().toISOString(),
+    };
+    await store.createOrg(org, { actor: 'admin', action: 'org.created', target: org.id, details: {} });
+    await store
+      .appendAudit(org.id, { actor: 'x', action: 'noop', target: 'x', details: {} })
+      .catch(() => undefined);
+    // A sandbox status change written through the outbox.
+    await store.createOrg(
+      { ...org, id: 'org_01ARZ3NDEKTSV4RRFFQ69G5FAW' },
+      { actor: 'admin', action: 'org.created', target: 'o', details: {} },
+    );
+    const other = 'org_01ARZ3NDEKTSV4RRFFQ69G5FAW';
+    const sandbox = {
+      id: 'sbx_01ARZ3NDEKTSV4RRFFQ69G5FAX',
+      orgId: other,
+      projectId: null,
+      status: 'queued' as const,
+      statusMessage: null,
+      version: 1,
+      pool: null,
+      backendRef: null,
+      template: null,
+      resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 },
+      labels: {},
+      capabilities: [],
+      env: {},
+      ttlSeconds: 3600,
+      queueTimeoutSeconds: null,
+      allowedPools: null,
+      regions: null,
+      fromSnapshot: null,
+      attempts: 0,
+      placement: { pool: null, rejected: [], decidedAt: null },
+      createdAt: new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+      expiresAt: null,
+    };
+    await store.createSandbox(sandbox, {
+      actor: 'k',
+      action: 'sandbox.created',
+      target: sandbox.id,
+      details: {},
+    });
+    await expect(store.linkAudit(other)).rejects.toThrow('EventBridge is down');
+    expect(await store.outboxSize(other)).toBe(2);
+    expect(published).toEqual([]);
+    failing = false;
+    await store.linkAudit(other);
+    expect(await store.outboxSize(other)).toBe(0);
+    expect(published.map((e) => [e.detailType, e.detail.sandboxId])).toEqual([
+      ['differently.sandbox.queued', sandbox.id],
+    ]);
+    base.destroy();
+  });
+
+  it('derives events only from sandbox status actions', () => {
+    const event = (action: string, details: Record<string, unknown> = {}): AuditEvent => ({
+      orgId: 'org_1',
+      seq: 1,
+      at: '2026-01-01T00:00:00.000Z',
+      actor: 'system',
+      action,
+      target: 'sbx_1',
+      details,
+      prevHash: '',
+      hash: '',
+    });
+    const events = lifecycleEventsOf([
+      event('org.created'),
+      event('key.revoked'),
+      event('sandbox.updated'),
+      event('sandbox.running', { from: 'provisioning', pool: 'p', projectId: null }),
+    ]);
+    expect(events).toEqual([
+      {
+        detailType: 'differently.sandbox.running',
+        detail: {
+          sandboxId: 'sbx_1',
+          orgId: 'org_1',
+          projectId: null,
+          pool: 'p',
+          status: 'running',
+          from: 'provisioning',
+          reason: null,
+          at: '2026-01-01T00:00:00.000Z',
+          seq: 1,
+        },
+      },
+    ]);
+  });
+});
+
+describe('EventBridgePublisher', () => {
+  const client = new EventBridgeClient({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  });
+  const mock = mockClient(client);
+  const sample = (i: number): LifecycleEvent => ({
+    detailType: 'differently.sandbox.running',
+    detail: {
+      sandboxId: `sbx_${i}`,
+      orgId: 'org_1',
+      projectId: null,
+      pool: 'p',
+      status: 'running',
+      from: null,
+      reason: null,
+      at: '2026-01-01T00:00:00.000Z',
+      seq: i,
+    },
+  });
+
+  it('sends at most 10 entries per call to the named bus', async () => {
+    mock.reset();
+    mock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [] });
+    await new EventBridgePublisher(client, 'differently').publish(
+      Array.from({ length: 23 }, (_, i) => sample(i)),
+    );
+    const calls = mock.commandCalls(PutEventsCommand);
+    expect(calls.map((c) => c.args[0].input.Entries?.length)).toEqual([10, 10, 3]);
+    expect(calls[0]?.args[0].input.Entries?.[0]).toMatchObject({
+      EventBusName: 'differently',
+      Source: 'differently',
+      DetailType: 'differently.sandbox.running',
+    });
+  });
+
+  it('fails when EventBridge refuses any entry, so the batch is published again later', async () => {
+    mock.reset();
+    mock
+      .on(PutEventsCommand)
+      .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'InternalFailure', ErrorMessage: 'x' }] });
+    await expect(new EventBridgePublisher(client, 'differently').publish([sample(1)])).rejects.toThrow(
+      /refused 1/,
+    );
+  });
+});
