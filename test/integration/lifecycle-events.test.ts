@@ -89,22 +89,12 @@ describe('at least once, never from a change that did not commit', () => {
         },
       }),
     });
-    const org = {
-      id: 'org_01ARZ3NDEKTSV4RRFFQ69G5FAV',
-      name: 'e',
-      quota: quotaSchema.parse({}),
-      createdAt: new Date().toISOString(),
-    };
-    await store.createOrg(org, { actor: 'admin', action: 'org.created', target: org.id, details: {} });
-    await store
-      .appendAudit(org.id, { actor: 'x', action: 'noop', target: 'x', details: {} })
-      .catch(() => undefined);
-    // A sandbox status change written through the outbox.
-    await store.createOrg(
-      { ...org, id: 'org_01ARZ3NDEKTSV4RRFFQ69G5FAW' },
-      { actor: 'admin', action: 'org.created', target: 'o', details: {} },
-    );
     const other = 'org_01ARZ3NDEKTSV4RRFFQ69G5FAW';
+    await store.createOrg(
+      { id: other, name: 'e', quota: quotaSchema.parse({}), createdAt: new Date().toISOString() },
+      { actor: 'admin', action: 'org.created', target: other, details: {} },
+    );
+    // A sandbox status change (its creation: queued) recorded through the outbox.
     const sandbox = {
       id: 'sbx_01ARZ3NDEKTSV4RRFFQ69G5FAX',
       orgId: other,
