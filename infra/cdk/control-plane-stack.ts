@@ -1,4 +1,5 @@
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { EventBus } from 'aws-cdk-lib/aws-events';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
@@ -41,6 +42,7 @@ export class ControlPlaneStack extends Stack {
   readonly functions: Record<'api' | 'provision' | 'terminate' | 'sweep' | 'reconcile', ControlPlaneFunction>;
   readonly api: PublicApi;
   readonly adminKey: Secret;
+  readonly eventBus: EventBus;
   readonly schedules: Schedules;
 
   constructor(scope: Construct, id: string, props: ControlPlaneStackProps) {
@@ -48,6 +50,10 @@ export class ControlPlaneStack extends Stack {
     const settings = queueSettings(props.config);
     this.table = new StateTable(this, 'State', { retain: props.retainData ?? true });
     this.queues = new WorkQueues(this, 'WorkQueues', { settings });
+    // Lifecycle events (docs/events.md): published by whichever function links audit records.
+    this.eventBus = new EventBus(this, 'LifecycleEvents', {
+      description: 'Differently sandbox lifecycle events',
+    });
     const adminKey = new Secret(this, 'AdminKey', {
       description: 'Differently bootstrap admin key (Authorization: Bearer <this value>)',
       generateSecretString: { passwordLength: 48, excludePunctuation: true },
@@ -56,6 +62,7 @@ export class ControlPlaneStack extends Stack {
 
     const common = {
       [env.tableName]: this.table.table.tableName,
+      [env.eventBusName]: this.eventBus.eventBusName,
       [env.provisionQueueUrl]: this.queues.provision.queue.queueUrl,
       [env.terminateQueueUrl]: this.queues.terminate.queue.queueUrl,
     };
@@ -86,7 +93,11 @@ export class ControlPlaneStack extends Stack {
     const { api, provision, terminate, sweep, reconcile } = this.functions;
 
     // Least privilege: each function gets exactly what it uses.
-    for (const each of Object.values(this.functions)) this.table.table.grantReadWriteData(each.fn);
+    for (const each of Object.values(this.functions)) {
+      this.table.table.grantReadWriteData(each.fn);
+      // Every function that writes may link audit records, and linking publishes their events.
+      this.eventBus.grantPutEventsTo(each.fn);
+    }
     adminKey.grantRead(api.fn);
     this.queues.provision.queue.grantSendMessages(api.fn);
     this.queues.terminate.queue.grantSendMessages(api.fn);
@@ -137,5 +148,6 @@ export class ControlPlaneStack extends Stack {
       description: 'aws secretsmanager get-secret-value --secret-id <this> --query SecretString',
     });
     new CfnOutput(this, 'TableName', { value: this.table.table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
   }
 }

@@ -77,6 +77,23 @@ describe('the CDK app', () => {
     }
   });
 
+  it('publishes lifecycle events to its own bus, each function allowed PutEvents on that bus only', () => {
+    const bus = logicalIdOf(resources, 'AWS::Events::EventBus', 'LifecycleEvents');
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ DIFFERENTLY_EVENT_BUS_NAME: { Ref: bus } }) },
+    });
+    for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
+      if (!/^(Api|Provision|Terminate|Sweep|Reconcile)Role/.test(id)) continue;
+      const statements = policy.Properties.PolicyDocument.Statement as {
+        Action: unknown;
+        Resource: unknown;
+      }[];
+      const putEvents = statements.filter((s) => JSON.stringify(s.Action).includes('events:PutEvents'));
+      expect(putEvents.length).toBe(1);
+      expect(putEvents[0]?.Resource).toEqual({ 'Fn::GetAtt': [bus, 'Arn'] });
+    }
+  });
+
   it('lets no function delete or reconfigure the table', () => {
     for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
       const document = JSON.stringify(policy.Properties.PolicyDocument);
