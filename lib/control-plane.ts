@@ -6,6 +6,7 @@ import type { HttpRequest, HttpResponse } from './http/types.ts';
 import type { Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
+import { SandboxOperations } from './sandbox-operations.ts';
 import { SandboxService } from './sandboxes.ts';
 import { reconcile } from './scheduler/reconcile.ts';
 import type { Store } from './store/port.ts';
@@ -29,6 +30,7 @@ export interface ControlPlaneDeps {
 export interface ControlPlane extends ControlPlaneDeps {
   tenancy: Tenancy;
   sandboxes: SandboxService;
+  operations: SandboxOperations;
   handleHttp(request: HttpRequest): Promise<HttpResponse>;
 }
 
@@ -36,14 +38,15 @@ export interface ControlPlane extends ControlPlaneDeps {
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const tenancy = new Tenancy(deps.store, deps.now);
   const sandboxes = new SandboxService(deps);
+  const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
   const handleHttp = createRouter(
-    apiRoutes({ tenancy, sandboxes, store: deps.store, reconcile: reconcileNow }),
+    apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow }),
     {
       authenticator: createAuthenticator(deps.store, deps.adminKey),
       log: deps.log,
       validateResponses: deps.validateResponses ?? false,
     },
   );
-  return { ...deps, tenancy, sandboxes, handleHttp };
+  return { ...deps, tenancy, sandboxes, operations, handleHttp };
 }

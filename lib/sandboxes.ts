@@ -60,8 +60,27 @@ export class SandboxService {
     principal: OrgPrincipal,
     request: CreateSandboxRequest,
     idempotencyKey?: string,
+    internal: { forkedFrom?: string } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
     const projectId = this.#projectFor(principal, request.projectId);
+    // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
+    let allowedPools = request.placement?.allowedPools ?? null;
+    if (request.fromSnapshot !== undefined) {
+      const snapshot = await this.#deps.store.getSnapshot(principal.orgId, request.fromSnapshot);
+      if (
+        snapshot === undefined ||
+        (principal.projectId !== null && snapshot.projectId !== principal.projectId)
+      ) {
+        throw errors.notFound('snapshot', request.fromSnapshot);
+      }
+      if (allowedPools !== null && !allowedPools.includes(snapshot.pool)) {
+        throw errors.invalidRequest(
+          `snapshot ${snapshot.id} lives on pool ${snapshot.pool}, which placement.allowedPools excludes`,
+          { field: 'placement.allowedPools', pool: snapshot.pool },
+        );
+      }
+      allowedPools = [snapshot.pool];
+    }
     this.#validateCapabilities(request.capabilities ?? []);
     for (const name of request.placement?.allowedPools ?? []) {
       if (this.#deps.pools.get(name) === undefined) {
@@ -88,12 +107,15 @@ export class SandboxService {
       backendRef: null,
       template: request.template ?? null,
       resources,
-      labels: request.labels ?? {},
+      labels: {
+        ...request.labels,
+        ...(internal.forkedFrom !== undefined && { 'differently.dev/forked-from': internal.forkedFrom }),
+      },
       capabilities: request.capabilities ?? [],
       env: request.env ?? {},
       ttlSeconds: request.ttlSeconds ?? defaultTtlSeconds,
       queueTimeoutSeconds: request.queueTimeoutSeconds ?? null,
-      allowedPools: request.placement?.allowedPools ?? null,
+      allowedPools,
       regions: request.placement?.regions ?? null,
       fromSnapshot: request.fromSnapshot ?? null,
       attempts: 0,

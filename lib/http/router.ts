@@ -95,9 +95,16 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     }
     const params = validate('path', definition.params, rawParams);
     const query = validate('query', definition.query, request.query);
+    if (definition.rawBody !== undefined && (request.body?.length ?? 0) > definition.rawBody.maxBytes) {
+      throw errors.payloadTooLarge(definition.rawBody.maxBytes);
+    }
     const body =
       definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
     const result = await definition.handle({ request, principal, params, query, body });
+    if (result.raw !== undefined) {
+      const headers = { 'content-type': 'application/octet-stream', ...result.headers };
+      return { status: result.status, headers, body: result.raw };
+    }
     if (deps.validateResponses === true) checkResponse(definition, result.status, result.body);
     if (result.body === undefined) return { status: result.status, headers: { ...result.headers }, body: '' };
     return json(result.status, result.body, result.headers);

@@ -3,11 +3,22 @@ import { verifyOrgChain } from '../audit-log.ts';
 import { requireOrg } from '../auth.ts';
 import { errors } from '../errors.ts';
 import { idPattern } from '../ids.ts';
+import { maxFileBytes, type SandboxOperations } from '../sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes.ts';
 import type { ReconcileReport } from '../scheduler/reconcile.ts';
 import { reconcileReportSchema } from '../schemas/admin.ts';
 import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../schemas/audit.ts';
 import { listQuerySchema, pageOf } from '../schemas/common.ts';
+import {
+  fileListSchema,
+  pathQuerySchema,
+  portRequestSchema,
+  portSchema,
+  snapshotDeletedSchema,
+  snapshotParams,
+  snapshotRequestSchema,
+  snapshotSchema,
+} from '../schemas/operations.ts';
 import {
   createSandboxSchema,
   execRequestSchema,
@@ -25,12 +36,14 @@ import {
   orgSchema,
 } from '../schemas/tenancy.ts';
 import type { Store } from '../store/port.ts';
+import type { SnapshotRecord } from '../store/records.ts';
 import type { Tenancy } from '../tenancy.ts';
 import { type RouteDefinition, route } from './types.ts';
 
 export interface RouteDeps {
   tenancy: Tenancy;
   sandboxes: SandboxService;
+  operations: SandboxOperations;
   store: Store;
   reconcile: () => Promise<ReconcileReport>;
 }
@@ -56,6 +69,12 @@ function parseLabelFilter(filter: string | undefined): Record<string, string> | 
   return labels;
 }
 
+/** A snapshot as tenants see it: the backend's ref stays inside. */
+function publicSnapshot(snapshot: SnapshotRecord) {
+  const { backendRef: _backendRef, ...visible } = snapshot;
+  return visible;
+}
+
 function idempotencyKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
@@ -67,7 +86,7 @@ function idempotencyKeyOf(header: string | undefined): string | undefined {
 }
 
 export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
-  const { tenancy, sandboxes, store, reconcile } = deps;
+  const { tenancy, sandboxes, operations, store, reconcile } = deps;
   return [
     route({
       method: 'GET',
@@ -267,6 +286,210 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'admin',
       responses: { 200: reconcileReportSchema },
       handle: async () => ({ status: 200, body: await reconcile() }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/stop',
+      summary: 'Stop a running sandbox: its disk stays; cpu and memory leave quota usage',
+      auth: 'org',
+      params: sandboxParams,
+      responses: {
+        200: sandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await operations.lifecycle(requireOrg(principal), params.id, 'stop'),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/start',
+      summary: 'Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)',
+      auth: 'org',
+      params: sandboxParams,
+      responses: {
+        200: sandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await operations.lifecycle(requireOrg(principal), params.id, 'start'),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/pause',
+      summary: 'Pause a running sandbox with its memory kept',
+      auth: 'org',
+      params: sandboxParams,
+      responses: {
+        200: sandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await operations.lifecycle(requireOrg(principal), params.id, 'pause'),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/resume',
+      summary: 'Resume a paused sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      responses: {
+        200: sandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await operations.lifecycle(requireOrg(principal), params.id, 'resume'),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes/{id}/files',
+      summary: 'List a directory of a running sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      query: pathQuerySchema,
+      responses: { 200: fileListSchema, 404: errorSchema, 409: errorSchema, 501: errorSchema },
+      handle: async ({ principal, params, query }) => ({
+        status: 200,
+        body: { items: await operations.listFiles(requireOrg(principal), params.id, query.path) },
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes/{id}/files/content',
+      summary: `Read a file's bytes (at most ${maxFileBytes} bytes through the API)`,
+      auth: 'org',
+      params: sandboxParams,
+      query: pathQuerySchema,
+      responses: { 200: null, 404: errorSchema, 409: errorSchema, 413: errorSchema, 501: errorSchema },
+      handle: async ({ principal, params, query }) => ({
+        status: 200,
+        raw: await operations.readFile(requireOrg(principal), params.id, query.path),
+      }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/sandboxes/{id}/files/content',
+      summary: `Write a file's bytes, creating parent directories (at most ${maxFileBytes} bytes)`,
+      auth: 'org',
+      params: sandboxParams,
+      query: pathQuerySchema,
+      rawBody: { maxBytes: maxFileBytes },
+      responses: { 204: null, 404: errorSchema, 409: errorSchema, 413: errorSchema, 501: errorSchema },
+      handle: async ({ principal, params, query, request }) => {
+        await operations.writeFile(
+          requireOrg(principal),
+          params.id,
+          query.path,
+          request.body ?? Buffer.alloc(0),
+        );
+        return { status: 204 };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/snapshots',
+      summary: 'Snapshot a running, stopped or paused sandbox (counted against maxSnapshots)',
+      auth: 'org',
+      params: sandboxParams,
+      body: snapshotRequestSchema,
+      responses: {
+        201: snapshotSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params, body }) => ({
+        status: 201,
+        body: publicSnapshot(await operations.snapshot(requireOrg(principal), params.id, body.kind)),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/snapshots',
+      summary: "List the organization's snapshots",
+      auth: 'org',
+      query: listQuerySchema,
+      responses: { 200: pageOf(snapshotSchema) },
+      handle: async ({ principal, query }) => {
+        const page = await operations.listSnapshots(requireOrg(principal), query);
+        return { status: 200, body: { items: page.items.map(publicSnapshot), nextCursor: page.nextCursor } };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/snapshots/{id}',
+      summary: 'Get a snapshot',
+      auth: 'org',
+      params: snapshotParams,
+      responses: { 200: snapshotSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: publicSnapshot(await operations.getSnapshot(requireOrg(principal), params.id)),
+      }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/snapshots/{id}',
+      summary:
+        'Delete a snapshot (its record always; the backend snapshot when reachable, else named as left behind)',
+      auth: 'org',
+      params: snapshotParams,
+      responses: { 200: snapshotDeletedSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await operations.deleteSnapshot(requireOrg(principal), params.id),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/fork',
+      summary: "Fork a sandbox: a snapshot, then a child on the snapshot's pool with the parent's settings",
+      auth: 'org',
+      params: sandboxParams,
+      responses: {
+        202: sandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        501: errorSchema,
+      },
+      handle: async ({ principal, params }) => ({
+        status: 202,
+        body: await operations.fork(requireOrg(principal), params.id),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/ports',
+      summary: 'Expose a guest port and return its URL',
+      auth: 'org',
+      params: sandboxParams,
+      body: portRequestSchema,
+      responses: { 200: portSchema, 404: errorSchema, 409: errorSchema, 501: errorSchema },
+      handle: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await operations.exposePort(requireOrg(principal), params.id, body.port),
+      }),
     }),
   ];
 }

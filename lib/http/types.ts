@@ -31,6 +31,8 @@ export interface RouteContext<P, Q, B> {
 export interface RouteResult {
   status: number;
   body?: unknown;
+  /** Bytes sent as they are (file content) instead of a JSON body. */
+  raw?: Buffer;
   headers?: Record<string, string>;
 }
 
@@ -50,6 +52,8 @@ export interface RouteDefinition<
   params?: P;
   query?: Q;
   body?: B;
+  /** The body is bytes (application/octet-stream), passed to the handler as `request.body`, not JSON. */
+  rawBody?: { maxBytes: number };
   responses: Record<number, z.ZodType | null>;
   handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>): Promise<RouteResult>;
 }

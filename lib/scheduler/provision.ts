@@ -178,6 +178,24 @@ async function createOn(
   const adapter = deps.pools.adapterOf(name);
   const context = { sandboxId: record.id, orgId: record.orgId, pool: name, attempt: record.attempts + 1 };
   const installation = await deps.store.installation();
+  // A restore names our snapshot id; the backend needs its own ref for it.
+  let fromSnapshot: string | undefined;
+  if (record.fromSnapshot !== null) {
+    const snapshot = await deps.store.getSnapshot(record.orgId, record.fromSnapshot);
+    if (snapshot === undefined) {
+      await transitionSandbox(
+        deps.store,
+        record,
+        'failed',
+        {
+          statusMessage: `snapshot ${record.fromSnapshot} was deleted before the sandbox could be restored from it`,
+        },
+        { now: now(), actor: system },
+      );
+      return { kind: 'result', result: done };
+    }
+    fromSnapshot = snapshot.backendRef;
+  }
   let ref: string;
   try {
     const instance = await adapter.create(
@@ -195,7 +213,7 @@ async function createOn(
           ...(record.projectId !== null && { 'differently.dev/project': record.projectId }),
         },
         ttlSeconds: record.ttlSeconds,
-        ...(record.fromSnapshot !== null && { fromSnapshot: record.fromSnapshot }),
+        ...(fromSnapshot !== undefined && { fromSnapshot }),
       },
       { signal: AbortSignal.timeout(deps.config.scheduler.provisionTimeoutSeconds * 1000) },
     );

@@ -1,0 +1,228 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { snapshotSchema } from '../../lib/schemas/operations.ts';
+import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { client, expectError, waitFor } from '../helpers/http-client.ts';
+
+/**
+ * Sandbox operations over HTTP on the local runtime, on the fake pool (every optional interface) and the
+ * devhost pool (files and stop/start; no pause, snapshots or ports).
+ */
+describe('sandbox operations over HTTP', () => {
+  let runtime: LocalRuntime;
+  let root: string;
+  let api: ReturnType<typeof client>;
+  let key: string;
+  const fake = new FakeAdapter();
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'ops-devhost-'));
+    runtime = await startLocalRuntime({
+      config: parseConfig({
+        devMode: true,
+        pools: [
+          { name: 'local', adapter: 'devhost', config: { root } },
+          { name: 'fake', adapter: 'fake' },
+        ],
+      }),
+      adapters: { fake },
+      sweepIntervalSeconds: 0,
+      reconcileIntervalSeconds: 0,
+    });
+    api = client(runtime.url);
+    const org = z.object({ id: z.string() }).parse(
+      (
+        await api.post('/v1/admin/orgs', runtime.adminKey, {
+          name: 'ops',
+          quota: { maxCPU: 10, maxSnapshots: 2 },
+        })
+      ).body,
+    );
+    key = z
+      .object({ key: z.string() })
+      .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 'k' })).body).key;
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const get = async (id: string, as = key) =>
+    sandboxSchema.parse((await api.get(`/v1/sandboxes/${id}`, as)).body);
+  const until = (id: string, status: string, as = key) =>
+    waitFor(
+      () => get(id, as),
+      (s) => s.status === status || s.status === 'failed',
+      status,
+    );
+  async function running(pool: string, extra: Record<string, unknown> = {}, as = key) {
+    const created = sandboxSchema.parse(
+      (await api.post('/v1/sandboxes', as, { placement: { allowedPools: [pool] }, ...extra })).body,
+    );
+    const sandbox = await until(created.id, 'running', as);
+    expect(sandbox.status).toBe('running');
+    return sandbox;
+  }
+  const raw = (method: string, path: string, body?: Buffer) =>
+    fetch(`${runtime.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}` },
+      ...(body && { body }),
+    });
+  const destroy = async (id: string) => {
+    await api.delete(`/v1/sandboxes/${id}`, key);
+    await until(id, 'terminated');
+  };
+
+  it('stop releases cpu, start re-reserves it and is refused when it no longer fits', async () => {
+    // An org of its own with room for two 1-CPU sandboxes.
+    const org = z
+      .object({ id: z.string() })
+      .parse(
+        (await api.post('/v1/admin/orgs', runtime.adminKey, { name: 'tight', quota: { maxCPU: 2 } })).body,
+      );
+    const tight = z
+      .object({ key: z.string() })
+      .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 't' })).body).key;
+    const a = await running('fake', {}, tight);
+    const b = await running('fake', {}, tight);
+    const usage = async () => (await runtime.plane.store.getUsage(org.id)).cpu;
+    expect(await usage()).toBe(2);
+    const stopped = await api.post(`/v1/sandboxes/${a.id}/stop`, tight);
+    expect(stopped.status).toBe(200);
+    expect(sandboxSchema.parse(stopped.body).status).toBe('stopped');
+    expect(await usage()).toBe(1);
+    const c = await running('fake', {}, tight);
+    const refused = expectError(await api.post(`/v1/sandboxes/${a.id}/start`, tight), 429, 'quota_exceeded');
+    expect(refused.error.details).toMatchObject({ field: 'cpu', limit: 2 });
+    expect((await get(a.id, tight)).status).toBe('stopped');
+    await api.post(`/v1/sandboxes/${c.id}/stop`, tight);
+    expect((await api.post(`/v1/sandboxes/${a.id}/start`, tight)).status).toBe(200);
+    expect((await get(a.id, tight)).status).toBe('running');
+    expect(await usage()).toBe(2);
+    expectError(await api.post(`/v1/sandboxes/${a.id}/start`, tight), 409, 'invalid_state');
+    expect(b.status).toBe('running');
+  });
+
+  it('pause makes exec and files 409 with the status; resume brings them back', async () => {
+    const s = await running('fake');
+    expect((await api.post(`/v1/sandboxes/${s.id}/pause`, key)).status).toBe(200);
+    const refused = expectError(
+      await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' }),
+      409,
+      'invalid_state',
+    );
+    expect(refused.error.details).toEqual({ status: 'paused' });
+    expectError(await api.get(`/v1/sandboxes/${s.id}/files?path=/`, key), 409, 'invalid_state');
+    expect((await api.post(`/v1/sandboxes/${s.id}/resume`, key)).status).toBe(200);
+    expect((await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' })).status).toBe(200);
+    await destroy(s.id);
+  });
+
+  it('snapshot then restore sees the file; fork sees it and inherits env and labels; maxSnapshots holds', async () => {
+    const parent = await running('fake', { env: { MODE: 'parent' }, labels: { team: 'x' } });
+    expect(
+      (await raw('PUT', `/v1/sandboxes/${parent.id}/files/content?path=/work/data.txt`, Buffer.from('kept')))
+        .status,
+    ).toBe(204);
+    const snap = await api.post(`/v1/sandboxes/${parent.id}/snapshots`, key, { kind: 'disk' });
+    expect(snap.status).toBe(201);
+    const snapshot = snapshotSchema.parse(snap.body);
+    expect(snap.text).not.toContain('backendRef');
+    const restored = await running('fake', { fromSnapshot: snapshot.id });
+    expect(restored.pool).toBe('fake');
+    expect(
+      await (await raw('GET', `/v1/sandboxes/${restored.id}/files/content?path=/work/data.txt`)).text(),
+    ).toBe('kept');
+
+    const forked = await api.post(`/v1/sandboxes/${parent.id}/fork`, key);
+    expect(forked.status).toBe(202);
+    const child = await until(sandboxSchema.parse(forked.body).id, 'running');
+    expect(child.labels).toEqual({ team: 'x', 'differently.dev/forked-from': parent.id });
+    expect(child.envKeys).toEqual(['MODE']);
+    expect(
+      await (await raw('GET', `/v1/sandboxes/${child.id}/files/content?path=/work/data.txt`)).text(),
+    ).toBe('kept');
+
+    // Two snapshots now exist (the explicit one and the fork's): the quota of 2 is used up.
+    expectError(
+      await api.post(`/v1/sandboxes/${parent.id}/snapshots`, key, { kind: 'disk' }),
+      429,
+      'quota_exceeded',
+    );
+    const listed = z
+      .object({ items: z.array(snapshotSchema) })
+      .parse((await api.get('/v1/snapshots', key)).body);
+    expect(listed.items.length).toBe(2);
+    const deleted = await api.delete(`/v1/snapshots/${snapshot.id}`, key);
+    expect(deleted.body).toEqual({ id: snapshot.id, deleted: true, backendDeleted: true });
+    expectError(await api.get(`/v1/snapshots/${snapshot.id}`, key), 404, 'not_found');
+    expect((await api.post(`/v1/sandboxes/${parent.id}/snapshots`, key, {})).status).toBe(201);
+    for (const id of [parent.id, restored.id, child.id]) await destroy(id);
+  });
+
+  it('answers 501 with operation, pool and adapter on a pool without the feature', async () => {
+    const s = await running('local');
+    for (const [path, body] of [
+      [`/v1/sandboxes/${s.id}/pause`, undefined],
+      [`/v1/sandboxes/${s.id}/snapshots`, { kind: 'disk' }],
+      [`/v1/sandboxes/${s.id}/ports`, { port: 8080 }],
+      [`/v1/sandboxes/${s.id}/fork`, undefined],
+    ] as const) {
+      const refused = expectError(await api.post(path, key, body), 501, 'unsupported_operation');
+      expect(refused.error.details).toMatchObject({
+        pool: 'local',
+        adapter: 'devhost',
+        operation: expect.any(String),
+      });
+    }
+    await destroy(s.id);
+  });
+
+  it('returns a port URL where the pool exposes ports', async () => {
+    const s = await running('fake');
+    const reply = await api.post(`/v1/sandboxes/${s.id}/ports`, key, { port: 3000 });
+    expect(reply.status).toBe(200);
+    expect(z.object({ url: z.string().url() }).parse(reply.body).url).toContain('3000');
+    expectError(await api.post(`/v1/sandboxes/${s.id}/ports`, key, { port: 70000 }), 400, 'invalid_request');
+    await destroy(s.id);
+  });
+
+  it('writes, reads and lists files as bytes on devhost, within the size limit, with valid paths only', async () => {
+    const s = await running('local');
+    const bytes = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
+    expect(
+      (await raw('PUT', `/v1/sandboxes/${s.id}/files/content?path=/deep/dir/bin.dat`, bytes)).status,
+    ).toBe(204);
+    const read = await raw('GET', `/v1/sandboxes/${s.id}/files/content?path=/deep/dir/bin.dat`);
+    expect(read.headers.get('content-type')).toBe('application/octet-stream');
+    expect(Buffer.from(await read.arrayBuffer()).equals(bytes)).toBe(true);
+    const listing = z
+      .object({ items: z.array(z.object({ name: z.string(), isDir: z.boolean(), size: z.number() })) })
+      .parse((await api.get(`/v1/sandboxes/${s.id}/files?path=/deep/dir`, key)).body);
+    expect(listing.items).toEqual([expect.objectContaining({ name: 'bin.dat', isDir: false, size: 7 })]);
+    const big = await raw(
+      'PUT',
+      `/v1/sandboxes/${s.id}/files/content?path=/big`,
+      Buffer.alloc(4 * 1024 * 1024 + 1),
+    );
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { details: unknown } }).error.details).toEqual({
+      limitBytes: 4 * 1024 * 1024,
+    });
+    expectError(
+      await api.get(`/v1/sandboxes/${s.id}/files/content?path=relative.txt`, key),
+      400,
+      'invalid_request',
+    );
+    expectError(await api.get(`/v1/sandboxes/${s.id}/files/content?path=/missing`, key), 404, 'not_found');
+    await destroy(s.id);
+  });
+});
