@@ -37,12 +37,80 @@ export function resultFromResponse(response: HttpResponse): APIGatewayProxyResul
   };
 }
 
+/**
+ * The buffered handler (API Gateway's default transfer mode): a streamed body is collected whole, so a
+ * streamed route still answers, within the buffered limits.
+ */
 export function createApiHandler(plane: ControlPlane) {
-  return async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> =>
-    resultFromResponse(await plane.handleHttp(requestFromEvent(event)));
+  return async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
+    const response = await plane.handleHttp(requestFromEvent(event));
+    if (response.stream === undefined) return resultFromResponse(response);
+    const chunks: string[] = [];
+    await response.stream((chunk) => chunks.push(chunk));
+    return resultFromResponse({ ...response, body: chunks.join('') });
+  };
+}
+
+/** Where a streaming handler writes: the status and headers once, then chunks as they come. */
+export interface ResponseSink {
+  start(status: number, headers: Record<string, string>): void;
+  write(chunk: string | Buffer): void;
+  end(): void;
+}
+
+/**
+ * The streaming handler (API Gateway's STREAM transfer mode with Lambda response streaming, and the local
+ * runtime): streamed routes reach the client as produced; every other response is written at once.
+ */
+export function createStreamingApiHandler(plane: ControlPlane) {
+  return async (event: APIGatewayProxyEvent, sink: ResponseSink): Promise<void> => {
+    const response = await plane.handleHttp(requestFromEvent(event));
+    sink.start(response.status, response.headers);
+    try {
+      if (response.stream !== undefined) await response.stream((chunk) => sink.write(chunk));
+      else if (response.body.length > 0) sink.write(response.body);
+    } finally {
+      sink.end();
+    }
+  };
 }
 
 const apiHandler = once(async () => createApiHandler(await controlPlaneFromEnv()));
 
 export const handler = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> =>
   (await apiHandler())(event);
+
+/** The Lambda runtime's response-streaming API (a global inside Lambda only). */
+interface AwsLambdaStreaming {
+  streamifyResponse(
+    handler: (event: APIGatewayProxyEvent, stream: NodeJS.WritableStream) => Promise<void>,
+  ): unknown;
+  HttpResponseStream: {
+    from(
+      stream: NodeJS.WritableStream,
+      metadata: { statusCode: number; headers: Record<string, string> },
+    ): NodeJS.WritableStream;
+  };
+}
+
+const streamingApiHandler = once(async () => createStreamingApiHandler(await controlPlaneFromEnv()));
+const awslambda = (globalThis as { awslambda?: AwsLambdaStreaming }).awslambda;
+
+/** The handler of the streamed exec route on AWS (`streamHandler` in the function's handler setting). */
+export const streamHandler =
+  typeof awslambda?.streamifyResponse !== 'function'
+    ? undefined
+    : awslambda.streamifyResponse(async (event, responseStream) => {
+        let out: NodeJS.WritableStream = responseStream;
+        await (await streamingApiHandler())(event, {
+          start: (statusCode, headers) => {
+            out = awslambda.HttpResponseStream.from(responseStream, { statusCode, headers });
+          },
+          write: (chunk) => {
+            out.write(chunk);
+          },
+          end: () => {
+            out.end();
+          },
+        });
+      });

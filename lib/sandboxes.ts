@@ -4,6 +4,7 @@ import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
 import type { Config } from './config.ts';
 import { errors } from './errors.ts';
+import { prepareExecStream } from './exec-stream.ts';
 import { newId } from './ids.ts';
 import { describeError, type Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
@@ -255,6 +256,11 @@ export class SandboxService {
       // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
       { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000) },
     );
+  }
+
+  /** Streamed exec: checks now, output later (see lib/exec-stream.ts). */
+  async execStream(principal: OrgPrincipal, id: string, request: ExecRequest) {
+    return prepareExecStream(this.#deps, this, principal, id, request);
   }
 
   /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */

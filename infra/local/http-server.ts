@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import type { ResponseSink } from '../../functions/api.ts';
 
 /** API Gateway refuses bodies above 10 MB; the local server does the same before reading them whole. */
 export const maxRequestBytes = 10 * 1024 * 1024;
 
-export type ApiHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
+export type ApiHandler = (event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>;
 
 /**
  * Turns HTTP requests into API Gateway REST proxy events (the shape Lambda receives) for the same api
@@ -56,10 +57,19 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
     }
     chunks.push(chunk as Buffer);
   }
-  const result = await handler(toEvent(req, Buffer.concat(chunks)));
-  const headers: Record<string, string | number | boolean> = { ...result.headers };
-  res.writeHead(result.statusCode, headers as Record<string, string>);
-  res.end(result.isBase64Encoded === true ? Buffer.from(result.body, 'base64') : result.body);
+  // The streaming handler: streamed routes are written as produced, others at once.
+  await handler(toEvent(req, Buffer.concat(chunks)), {
+    start: (status, headers) => {
+      res.writeHead(status, headers);
+      res.flushHeaders();
+    },
+    write: (chunk) => {
+      res.write(chunk);
+    },
+    end: () => {
+      res.end();
+    },
+  });
 }
 
 function tooLarge(res: ServerResponse): void {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
 import { buildPools } from '../../adapters/registry.ts';
-import { createApiHandler } from '../../functions/api.ts';
+import { createStreamingApiHandler } from '../../functions/api.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
@@ -182,7 +182,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     );
   }
   for (const timer of timers) timer.start();
-  const http = await startHttpServer(createApiHandler(plane), options.port ?? 0);
+  const http = await startHttpServer(createStreamingApiHandler(plane), options.port ?? 0);
   return {
     url: http.url,
     adminKey,

@@ -101,6 +101,9 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     const body =
       definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
     const result = await definition.handle({ request, principal, params, query, body });
+    if (result.stream !== undefined) {
+      return { status: result.status, headers: { ...result.headers }, body: '', stream: result.stream };
+    }
     if (result.raw !== undefined) {
       const headers = { 'content-type': 'application/octet-stream', ...result.headers };
       return { status: result.status, headers, body: result.raw };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { verifyOrgChain } from '../audit-log.ts';
 import { requireOrg } from '../auth.ts';
 import { errors } from '../errors.ts';
+import { ndjsonStream } from '../exec-stream.ts';
 import { idPattern } from '../ids.ts';
 import { maxFileBytes, type SandboxOperations } from '../sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes.ts';
@@ -74,6 +75,8 @@ function publicSnapshot(snapshot: SnapshotRecord) {
   const { backendRef: _backendRef, ...visible } = snapshot;
   return visible;
 }
+
+const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1']).optional() });
 
 function idempotencyKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -230,15 +233,24 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'POST',
       path: '/v1/sandboxes/{id}/exec',
-      summary: 'Run a command in a running sandbox and wait for it',
+      summary:
+        'Run a command in a running sandbox: wait for it, or with ?stream=1 receive NDJSON output lines as produced, ending in one {"exitCode"} or {"error"}',
       auth: 'org',
       params: sandboxParams,
       body: execRequestSchema,
       responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
-      handle: async ({ principal, params, body }) => ({
-        status: 200,
-        body: await sandboxes.exec(requireOrg(principal), params.id, body),
-      }),
+      query: execQuerySchema,
+      handle: async ({ principal, params, body, query }) => {
+        if (query.stream === '1') {
+          const produce = await sandboxes.execStream(requireOrg(principal), params.id, body);
+          return {
+            status: 200,
+            headers: { 'content-type': 'application/x-ndjson' },
+            stream: ndjsonStream(produce),
+          };
+        }
+        return { status: 200, body: await sandboxes.exec(requireOrg(principal), params.id, body) };
+      },
     }),
 
     route({

@@ -16,6 +16,11 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer | string;
+  /**
+   * A streamed body: calls `write` with each chunk as it is produced and resolves when the body is
+   * complete. Set instead of `body` (which is then empty) for streamed routes.
+   */
+  stream?: (write: (chunk: string) => void) => Promise<void>;
 }
 
 export type AuthRequirement = 'none' | 'admin' | 'org';
@@ -33,6 +38,8 @@ export interface RouteResult {
   body?: unknown;
   /** Bytes sent as they are (file content) instead of a JSON body. */
   raw?: Buffer;
+  /** A streamed body (see HttpResponse.stream). */
+  stream?: (write: (chunk: string) => void) => Promise<void>;
   headers?: Record<string, string>;
 }
 

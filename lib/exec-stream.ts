@@ -1,0 +1,98 @@
+import { isStreamer } from './adapter/contract.ts';
+import type { Principal } from './auth.ts';
+import { errors } from './errors.ts';
+import type { SandboxService, SandboxServiceDeps } from './sandboxes.ts';
+import type { ExecRequest } from './schemas/sandboxes.ts';
+
+type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
+
+/** API Gateway's streamed responses last at most 15 minutes; the command must end within them. */
+export const maxStreamSeconds = 14 * 60;
+/** Sent while a command is silent, so API Gateway's idle cut (5 minutes, Regional) never ends the stream. */
+export const keepAliveMs = 60_000;
+
+/** One line of the NDJSON stream. */
+export type ExecStreamLine =
+  | { stream: 'stdout' | 'stderr'; data: string }
+  | { exitCode: number }
+  | { error: string };
+
+/**
+ * Streamed exec: `{"stream","data"}` lines as output is produced, then exactly one `{"exitCode"}` or
+ * `{"error"}`. Checks (state, size of the timeout) happen before the first byte so they can still be a
+ * proper HTTP error; after that, failures are the final `{"error"}` line. Without the pool's exec.stream
+ * feature the output is buffered and sent as one stdout and one stderr line before the exit.
+ */
+export async function prepareExecStream(
+  deps: SandboxServiceDeps,
+  sandboxes: SandboxService,
+  principal: OrgPrincipal,
+  id: string,
+  request: ExecRequest,
+): Promise<(send: (line: ExecStreamLine) => void) => Promise<void>> {
+  if (request.timeoutSeconds !== undefined && request.timeoutSeconds > maxStreamSeconds) {
+    throw errors.invalidRequest(`timeoutSeconds can be at most ${maxStreamSeconds} for a streamed exec`, {
+      field: 'timeoutSeconds',
+      max: maxStreamSeconds,
+    });
+  }
+  const record = await sandboxes.load(principal, id);
+  if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
+    throw errors.invalidState(`exec needs a running sandbox; ${id} is ${record.status}`, {
+      status: record.status,
+    });
+  }
+  const adapter = deps.pools.adapterOf(record.pool);
+  const streams =
+    (deps.pools.get(record.pool)?.config.features ?? []).includes('exec.stream') && isStreamer(adapter);
+  const ref = record.backendRef;
+  const timeoutSeconds = request.timeoutSeconds ?? maxStreamSeconds;
+  const options = { signal: AbortSignal.timeout((timeoutSeconds + 30) * 1000) };
+  return async (send) => {
+    try {
+      if (streams) {
+        const exitCode = await adapter.execStream(
+          ref,
+          { ...request, timeoutSeconds },
+          (event) => send(event),
+          options,
+        );
+        send({ exitCode });
+        return;
+      }
+      const result = await adapter.exec(ref, { ...request, timeoutSeconds }, options);
+      if (result.stdout !== '') send({ stream: 'stdout', data: result.stdout });
+      if (result.stderr !== '') send({ stream: 'stderr', data: result.stderr });
+      send({ exitCode: result.exitCode });
+    } catch (error) {
+      // The status line is gone: the error can only be the final line now.
+      send({ error: error instanceof Error ? error.message : String(error) });
+    }
+  };
+}
+
+/** Turns the line producer into NDJSON chunks, with keep-alive blank lines while the command is silent. */
+export function ndjsonStream(
+  produce: (send: (line: ExecStreamLine) => void) => Promise<void>,
+): (write: (chunk: string) => void) => Promise<void> {
+  return async (write) => {
+    let last = Date.now();
+    const timer = setInterval(
+      () => {
+        if (Date.now() - last >= keepAliveMs) {
+          write('\n');
+          last = Date.now();
+        }
+      },
+      Math.min(keepAliveMs, 10_000),
+    );
+    try {
+      await produce((line) => {
+        last = Date.now();
+        write(`${JSON.stringify(line)}\n`);
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  };
+}
