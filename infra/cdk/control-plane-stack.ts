@@ -39,7 +39,10 @@ export interface ControlPlaneStackProps extends StackProps {
 export class ControlPlaneStack extends Stack {
   readonly table: StateTable;
   readonly queues: WorkQueues;
-  readonly functions: Record<'api' | 'provision' | 'terminate' | 'sweep' | 'reconcile', ControlPlaneFunction>;
+  readonly functions: Record<
+    'api' | 'apiStream' | 'provision' | 'terminate' | 'sweep' | 'reconcile',
+    ControlPlaneFunction
+  >;
   readonly api: PublicApi;
   readonly adminKey: Secret;
   readonly eventBus: EventBus;
@@ -71,9 +74,11 @@ export class ControlPlaneStack extends Stack {
       timeoutSeconds: number,
       extra: Record<string, string> = {},
       reservedConcurrentExecutions?: number,
+      handler?: { id: string; name: string },
     ) =>
-      new ControlPlaneFunction(this, `${entry[0]?.toUpperCase()}${entry.slice(1)}`, {
+      new ControlPlaneFunction(this, handler?.id ?? `${entry[0]?.toUpperCase()}${entry.slice(1)}`, {
         entry,
+        ...(handler !== undefined && { handler: handler.name }),
         timeout: Duration.seconds(timeoutSeconds),
         configFile: props.configFile,
         environment: { ...common, ...extra },
@@ -81,6 +86,11 @@ export class ControlPlaneStack extends Stack {
       });
     this.functions = {
       api: fn('api', 30, { [env.adminKeySecretArn]: adminKey.secretArn }),
+      // The streamed exec route: API Gateway streams for up to 15 minutes.
+      apiStream: fn('api', 900, { [env.adminKeySecretArn]: adminKey.secretArn }, undefined, {
+        id: 'ApiStream',
+        name: 'streamHandler',
+      }),
       provision: fn('provision', settings.provision.workerTimeoutSeconds),
       terminate: fn('terminate', settings.terminate.workerTimeoutSeconds),
       sweep: fn('sweep', 300, {
@@ -90,7 +100,7 @@ export class ControlPlaneStack extends Stack {
       // A singleton: reserved concurrency 1, and the lease it takes in the table besides.
       reconcile: fn('reconcile', 300, {}, 1),
     };
-    const { api, provision, terminate, sweep, reconcile } = this.functions;
+    const { api, apiStream, provision, terminate, sweep, reconcile } = this.functions;
 
     // Least privilege: each function gets exactly what it uses.
     for (const each of Object.values(this.functions)) {
@@ -98,9 +108,11 @@ export class ControlPlaneStack extends Stack {
       // Every function that writes may link audit records, and linking publishes their events.
       this.eventBus.grantPutEventsTo(each.fn);
     }
-    adminKey.grantRead(api.fn);
-    this.queues.provision.queue.grantSendMessages(api.fn);
-    this.queues.terminate.queue.grantSendMessages(api.fn);
+    for (const front of [api.fn, apiStream.fn]) {
+      adminKey.grantRead(front);
+      this.queues.provision.queue.grantSendMessages(front);
+      this.queues.terminate.queue.grantSendMessages(front);
+    }
     this.queues.provision.queue.grantSendMessages(sweep.fn);
     this.queues.terminate.queue.grantSendMessages(sweep.fn);
     this.queues.provision.queue.grantSendMessages(reconcile.fn);
@@ -122,7 +134,7 @@ export class ControlPlaneStack extends Stack {
       }),
     );
 
-    this.api = new PublicApi(this, 'PublicApi', { handler: api.fn });
+    this.api = new PublicApi(this, 'PublicApi', { handler: api.fn, streamHandler: apiStream.fn });
     const schedules = new Schedules(this, 'Schedules', { sweep: sweep.fn, reconcile: reconcile.fn });
     this.schedules = schedules;
     new Monitoring(this, 'Monitoring', {
@@ -133,6 +145,7 @@ export class ControlPlaneStack extends Stack {
         Sweep: sweep.fn,
         Reconcile: reconcile.fn,
         Api: api.fn,
+        ApiStream: apiStream.fn,
       },
       deadLetterQueues: {
         Provision: this.queues.provision.deadLetterQueue,

@@ -41,7 +41,7 @@ describe('the CDK app', () => {
 
   it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).length).toBe(5);
+    expect(Object.keys(functions).length).toBe(6);
     template.allResourcesProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -69,7 +69,10 @@ describe('the CDK app', () => {
     const readers = policies.filter(([, policy]) =>
       JSON.stringify(policy.Properties.PolicyDocument).includes(`"Ref":"${secret}"`),
     );
-    expect(readers.map(([id]) => id)).toEqual([expect.stringMatching(/^ApiRole/)]);
+    expect(readers.map(([id]) => id).sort()).toEqual([
+      expect.stringMatching(/^ApiRole/),
+      expect.stringMatching(/^ApiStreamRole/),
+    ]);
     const workers = policies.filter(([id]) => /^(Provision|Terminate|Sweep|Reconcile)Role/.test(id));
     expect(workers.length).toBe(4);
     for (const [, policy] of workers) {
@@ -83,7 +86,7 @@ describe('the CDK app', () => {
       Environment: { Variables: Match.objectLike({ DIFFERENTLY_EVENT_BUS_NAME: { Ref: bus } }) },
     });
     for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
-      if (!/^(Api|Provision|Terminate|Sweep|Reconcile)Role/.test(id)) continue;
+      if (!/^(Api|ApiStream|Provision|Terminate|Sweep|Reconcile)Role/.test(id)) continue;
       const statements = policy.Properties.PolicyDocument.Statement as {
         Action: unknown;
         Resource: unknown;
@@ -155,6 +158,25 @@ describe('the CDK app', () => {
     },
   );
 
+  it('serves the exec route in response-streaming mode from the streaming handler, for up to 15 minutes', () => {
+    const stream = logicalIdOf(resources, 'AWS::Lambda::Function', 'ApiStreamFunction');
+    expect(resources[stream]?.Properties).toMatchObject({ Handler: 'index.streamHandler', Timeout: 900 });
+    template.hasResourceProperties('AWS::ApiGateway::Method', {
+      HttpMethod: 'POST',
+      Integration: Match.objectLike({
+        Type: 'AWS_PROXY',
+        ResponseTransferMode: 'STREAM',
+        TimeoutInMillis: 900_000,
+        Uri: Match.objectLike({
+          'Fn::Join': [
+            '',
+            Match.arrayWith([{ 'Fn::GetAtt': [stream, 'Arn'] }, '/response-streaming-invocations']),
+          ],
+        }),
+      }),
+    });
+  });
+
   it('runs the reconciler as a singleton: reserved concurrency 1', () => {
     const id = logicalIdOf(resources, 'AWS::Lambda::Function', 'ReconcileFunction');
     expect(resources[id]?.Properties.ReservedConcurrentExecutions).toBe(1);
@@ -180,7 +202,7 @@ describe('the CDK app', () => {
 
   it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBe(10);
+    expect(alarms.length).toBe(11);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
   });

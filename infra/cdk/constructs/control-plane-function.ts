@@ -16,6 +16,8 @@ export const bundledConfigName = 'differently.config.json';
 export interface ControlPlaneFunctionProps {
   /** The entry file under functions/, without extension: `api`, `provision`, ... */
   readonly entry: string;
+  /** The exported handler. @default 'handler' */
+  readonly handler?: string;
   readonly timeout: Duration;
   /** @default 512 */
   readonly memorySize?: number;
@@ -47,7 +49,7 @@ export class ControlPlaneFunction extends Construct {
     logGroup.grantWrite(role);
     this.fn = new NodejsFunction(this, 'Function', {
       entry: join(projectRoot, 'functions', `${props.entry}.ts`),
-      handler: 'handler',
+      handler: props.handler ?? 'handler',
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),
       runtime: Runtime.NODEJS_24_X,

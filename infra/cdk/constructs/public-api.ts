@@ -5,6 +5,7 @@ import {
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
+  ResponseTransferMode,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -13,6 +14,11 @@ import { Construct } from 'constructs';
 
 export interface PublicApiProps {
   readonly handler: IFunction;
+  /**
+   * Serves POST /v1/sandboxes/{id}/exec in response-streaming mode (Lambda response streaming), so
+   * `?stream=1` reaches clients as produced, for up to 15 minutes.
+   */
+  readonly streamHandler: IFunction;
   /**
    * Steady-state requests per second for the stage.
    * @default 100
@@ -54,5 +60,19 @@ export class PublicApi extends Construct {
     const integration = new LambdaIntegration(props.handler, { proxy: true, timeout: Duration.seconds(29) });
     this.api.root.addMethod('ANY', integration);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration);
+    // Explicit resources take precedence over {proxy+}: only the exec route streams.
+    this.api.root
+      .addResource('v1')
+      .addResource('sandboxes')
+      .addResource('{id}')
+      .addResource('exec')
+      .addMethod(
+        'POST',
+        new LambdaIntegration(props.streamHandler, {
+          proxy: true,
+          responseTransferMode: ResponseTransferMode.STREAM,
+          timeout: Duration.minutes(15),
+        }),
+      );
   }
 }
