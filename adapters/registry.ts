@@ -1,13 +1,15 @@
 import type { z } from 'zod';
 import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/contract.ts';
 import { type Config, formatIssues, type PoolConfig } from '../lib/config.ts';
+import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
 import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';
 import { type Pool, PoolRegistry } from '../lib/pools.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
 
-type AdapterFactory = (pool: PoolConfig) => ExecutionAdapter;
+/** Builds a pool's adapter from its config and, when the pool references one, its resolved credential. */
+type AdapterFactory = (pool: PoolConfig, credential: string | undefined) => ExecutionAdapter;
 
 function configOf<S extends z.ZodType>(pool: PoolConfig, schema: S): z.infer<S> {
   const parsed = schema.safeParse(pool.config);
@@ -30,6 +32,8 @@ export const adapterFactories: Record<string, AdapterFactory> = {
 
 export interface BuildPoolsOptions {
   log: Log;
+  /** Resolves credential references; a pool whose reference does not resolve starts unhealthy, without an adapter. */
+  resolveCredential?: CredentialResolver;
   /** Pre-built adapters by pool name, for tests and the local runtime's injected fakes. */
   adapters?: Record<string, ExecutionAdapter>;
 }
@@ -43,7 +47,24 @@ export async function buildPools(config: Config, options: BuildPoolsOptions): Pr
   const unreachable: string[] = [];
   for (const poolConfig of config.pools) {
     const factory = adapterFactories[poolConfig.adapter];
-    const adapter = options.adapters?.[poolConfig.name] ?? factory?.(poolConfig);
+    let credential: string | undefined;
+    if (poolConfig.credentials !== undefined && options.adapters?.[poolConfig.name] === undefined) {
+      try {
+        credential = await (options.resolveCredential ?? credentialResolver())(
+          poolConfig.credentials,
+          poolConfig.name,
+        );
+      } catch (error) {
+        // Named, never echoed: the message says which reference failed, not any value.
+        options.log.error('pool credentials could not be resolved; the pool has no adapter', {
+          pool: poolConfig.name,
+          error: describeError(error),
+        });
+        pools.push({ config: { ...poolConfig, features: poolConfig.features ?? [] }, adapter: undefined });
+        continue;
+      }
+    }
+    const adapter = options.adapters?.[poolConfig.name] ?? factory?.(poolConfig, credential);
     let features = poolConfig.features ?? [];
     if (adapter !== undefined) {
       try {

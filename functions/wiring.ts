@@ -7,6 +7,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
+import { credentialResolver } from '../lib/credentials.ts';
 import { publishLifecycleEvents } from '../lib/events.ts';
 import { EventBridgePublisher } from '../lib/events-eventbridge.ts';
 import type { Log } from '../lib/log.ts';
@@ -89,7 +90,14 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
       provision: vars[env.provisionQueueUrl] ?? '',
       terminate: vars[env.terminateQueueUrl] ?? '',
     }),
-    pools: await buildPools(config, { log }),
+    pools: await buildPools(config, {
+      log,
+      // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
+      resolveCredential: credentialResolver(async (arn) => {
+        const value = await getSecret(arn, { maxAge: 300 });
+        return typeof value === 'string' ? value : undefined;
+      }),
+    }),
     log,
     ...(admin !== undefined && { adminKey: admin }),
   });

@@ -1,10 +1,12 @@
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { EventBus } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { env } from '../../functions/environment.ts';
 import type { Config } from '../../lib/config.ts';
+import { referencedSecretArns } from '../../lib/credentials.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
 import { Monitoring } from './constructs/monitoring.ts';
@@ -118,6 +120,17 @@ export class ControlPlaneStack extends Stack {
     this.queues.provision.queue.grantSendMessages(reconcile.fn);
     this.queues.provision.deadLetterQueue.grantConsumeMessages(sweep.fn);
     this.queues.terminate.deadLetterQueue.grantConsumeMessages(sweep.fn);
+
+    // Provider credentials: each secret the config references, by its exact ARN, to the functions that
+    // call adapters (the sweep does not).
+    const credentialArns = referencedSecretArns(props.config.pools);
+    if (credentialArns.length > 0) {
+      for (const caller of [api, apiStream, provision, terminate, reconcile]) {
+        caller.fn.addToRolePolicy(
+          new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: credentialArns }),
+        );
+      }
+    }
 
     provision.fn.addEventSource(
       new SqsEventSource(this.queues.provision.queue, {

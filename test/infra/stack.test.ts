@@ -208,6 +208,21 @@ describe('the CDK app', () => {
   });
 });
 
+describe('provider credentials', () => {
+  it('grants each referenced secret by exact ARN to the functions that call adapters, not to the sweep', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:provider-key-AbCdEf';
+    const { template } = synth({
+      devMode: true,
+      pools: [{ name: 'p', adapter: 'fake', credentials: { secretArn: arn } }],
+    });
+    const readersOf = Object.entries(template.findResources('AWS::IAM::Policy'))
+      .filter(([, policy]) => JSON.stringify(policy.Properties.PolicyDocument).includes(arn))
+      .map(([id]) => id.replace(/Role.*$/, ''))
+      .sort();
+    expect(readersOf).toEqual(['Api', 'ApiStream', 'Provision', 'Reconcile', 'Terminate']);
+  });
+});
+
 describe('synth-time checks', () => {
   it('fails synth on a bad config, naming the field', () => {
     expect(() => synth({ pools: [{ name: 'x', adapter: 'firecracker' }] })).toThrow(/pools\[0\]\.adapter/);

@@ -1,0 +1,51 @@
+import type { PoolConfig } from './config.ts';
+import { errors } from './errors.ts';
+
+export type CredentialRef = NonNullable<PoolConfig['credentials']>;
+
+/** Resolves a pool's credential reference to its value. Values never appear in records, responses or logs. */
+export type CredentialResolver = (ref: CredentialRef, pool: string) => Promise<string>;
+
+/**
+ * Environment-variable references resolve from the process environment; Secrets Manager references go
+ * to `readSecret` (Powertools' cached getSecret in Lambda). A reference that does not resolve fails with
+ * the pool and the reference named, never the value.
+ */
+export function credentialResolver(
+  readSecret?: (arn: string) => Promise<string | undefined>,
+): CredentialResolver {
+  return async (ref, pool) => {
+    if ('env' in ref) {
+      const value = process.env[ref.env];
+      if (value === undefined || value === '') {
+        throw errors.invalidRequest(`pool ${pool}: credentials.env ${ref.env} is not set`, {
+          pool,
+          env: ref.env,
+        });
+      }
+      return value;
+    }
+    if (readSecret === undefined) {
+      throw errors.invalidRequest(`pool ${pool}: credentials.secretArn needs Secrets Manager (AWS only)`, {
+        pool,
+        secretArn: ref.secretArn,
+      });
+    }
+    const value = await readSecret(ref.secretArn);
+    if (value === undefined || value === '') {
+      throw errors.invalidRequest(`pool ${pool}: the secret ${ref.secretArn} is empty or unreadable`, {
+        pool,
+        secretArn: ref.secretArn,
+      });
+    }
+    return value;
+  };
+}
+
+/** The Secrets Manager ARNs a config references: exactly what the functions are granted to read. */
+export function referencedSecretArns(pools: readonly PoolConfig[]): string[] {
+  const arns = pools.flatMap((pool) =>
+    pool.credentials !== undefined && 'secretArn' in pool.credentials ? [pool.credentials.secretArn] : [],
+  );
+  return [...new Set(arns)];
+}
