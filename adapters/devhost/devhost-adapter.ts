@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
 import { z } from 'zod';
@@ -16,9 +16,11 @@ import {
   type FileSystem,
   type Instance,
   type Lifecycle,
+  type SnapshotInfo,
+  type Snapshotter,
   type Streamer,
 } from '../../lib/adapter/contract.ts';
-import { isId } from '../../lib/ids.ts';
+import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { CappedBuffer, runProcess } from './run-process.ts';
 
@@ -51,15 +53,21 @@ export const devhostFeatures = [
   'files',
   'lifecycle.stop-start',
   'persistence.disk',
+  'snapshots.disk',
+  'fork',
   'isolation.none',
 ];
+
+/** Snapshots live beside the sandboxes, as copies of their filesystem. */
+const snapshotsDir = '.snapshots';
+const snapshotRefPattern = /^dsnap_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /**
  * Runs sandboxes as directories on this host and commands as host processes: no isolation, so it is
  * allowed in dev mode only. The sandbox's `/` is its `fs` directory; cwd and file paths resolve there.
  * The control plane's own environment is never passed to commands (it may hold keys).
  */
-export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle {
+export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
   readonly #config: DevhostConfig;
 
   constructor(config: DevhostConfig) {
@@ -100,11 +108,13 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
 
   async create(request: CreateRequest): Promise<Instance> {
     if (!isId('sandbox', request.id)) throw adapterErrors.invalidRequest(`not a sandbox id: ${request.id}`);
-    if (request.fromSnapshot !== undefined)
-      throw adapterErrors.unsupported('restore from snapshot', { adapter: 'devhost' });
     const dir = this.#dir(request.id);
     const existing = await this.#readMeta(request.id);
     if (existing !== undefined) return toInstance(existing);
+    if (request.fromSnapshot !== undefined) {
+      // A restore starts from a copy of the snapshot's filesystem.
+      await cp(join(this.#snapshotDir(request.fromSnapshot), 'fs'), join(dir, 'fs'), { recursive: true });
+    }
     await mkdir(join(dir, 'fs'), { recursive: true });
     const meta: Meta = {
       sandboxId: request.id,
@@ -214,6 +224,28 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     await this.#setState(ref, 'stopped', 'running');
   }
 
+  /** A disk snapshot: a copy of the sandbox's filesystem (memory is not something a directory has). */
+  async snapshot(ref: string, kind: 'disk' | 'memory'): Promise<SnapshotInfo> {
+    if (kind === 'memory') throw adapterErrors.unsupported('memory snapshot', { adapter: 'devhost' });
+    if ((await this.#readMeta(ref)) === undefined) throw adapterErrors.notFound(ref);
+    const snapshotRef = newId('snapshot').replace('snp_', 'dsnap_');
+    const target = join(this.#snapshotDir(snapshotRef), 'fs');
+    await cp(join(this.#dir(ref), 'fs'), target, { recursive: true });
+    return { ref: snapshotRef, kind: 'disk', sizeBytes: await directorySize(target) };
+  }
+
+  async deleteSnapshot(snapshotRef: string): Promise<void> {
+    if (!snapshotRefPattern.test(snapshotRef)) return;
+    await rm(this.#snapshotDir(snapshotRef), { recursive: true, force: true });
+  }
+
+  #snapshotDir(snapshotRef: string): string {
+    if (!snapshotRefPattern.test(snapshotRef)) {
+      throw adapterErrors.invalidRequest(`not a devhost snapshot: ${snapshotRef}`);
+    }
+    return join(this.#config.root, snapshotsDir, snapshotRef);
+  }
+
   async #run(
     ref: string,
     request: ExecRequest,
@@ -296,6 +328,14 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     if (!parsed.success) throw adapterErrors.unavailable(`devhost metadata of ${ref} is corrupt`);
     return parsed.data;
   }
+}
+
+async function directorySize(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
 }
 
 function toInstance(meta: Meta): Instance {
