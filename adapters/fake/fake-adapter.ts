@@ -40,6 +40,7 @@ export const fakeMethods = [
   'pause',
   'resume',
   'snapshot',
+  'deleteSnapshot',
   'readFile',
   'writeFile',
   'listFiles',
@@ -315,7 +316,11 @@ export class FakeAdapter
   }
 
   async deleteSnapshot(snapshotRef: string): Promise<void> {
-    this.#snapshots.delete(snapshotRef);
+    await this.#enter('deleteSnapshot', () => this.#snapshots.delete(snapshotRef));
+  }
+
+  snapshotCount(): number {
+    return this.#snapshots.size;
   }
 
   /** The provider-side lifetime last set per instance, in seconds (the fake's backstop). */

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { parseConfig } from '../../lib/config.ts';
+import { errors } from '../../lib/errors.ts';
 import { snapshotSchema } from '../../lib/schemas/operations.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { client, expectError, waitFor } from '../helpers/http-client.ts';
@@ -172,6 +173,30 @@ describe('sandbox operations over HTTP', () => {
       .parse((await api.get('/v1/snapshots', key)).body).items) {
       await api.delete(`/v1/snapshots/${item.id}`, key);
     }
+  });
+
+  it('a snapshot the backend fails leaves no record and no quota held; a lost backend on delete is named', async () => {
+    const s = await running('fake');
+    const usage = async () => (await runtime.plane.store.getUsage(s.orgId)).snapshots;
+    const before = await usage();
+    fake.inject('snapshot', { error: errors.sandboxFailed('disk full') });
+    expectError(await api.post(`/v1/sandboxes/${s.id}/snapshots`, key, {}), 503, 'provider_unavailable');
+    expect(await usage()).toBe(before);
+    expect(
+      z.object({ items: z.array(z.unknown()) }).parse((await api.get('/v1/snapshots', key)).body).items,
+    ).toEqual([]);
+
+    const snap = snapshotSchema.parse((await api.post(`/v1/sandboxes/${s.id}/snapshots`, key, {})).body);
+    const held = fake.snapshotCount();
+    fake.inject('deleteSnapshot', { error: errors.providerUnavailable('connection refused') });
+    const deleted = await api.delete(`/v1/snapshots/${snap.id}`, key);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatchObject({ id: snap.id, deleted: true, backendDeleted: false });
+    expect(z.object({ note: z.string() }).parse(deleted.body).note).toContain('left behind');
+    expectError(await api.get(`/v1/snapshots/${snap.id}`, key), 404, 'not_found');
+    expect(await usage()).toBe(before);
+    expect(fake.snapshotCount()).toBe(held);
+    await destroy(s.id);
   });
 
   it('snapshots and forks on devhost by copying the sandbox directory', async () => {
