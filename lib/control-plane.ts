@@ -1,8 +1,11 @@
+import { z } from 'zod';
 import { createAuthenticator } from './auth.ts';
 import type { Config } from './config.ts';
+import { openApiDocument } from './http/openapi.ts';
 import { createRouter } from './http/router.ts';
 import { apiRoutes } from './http/routes.ts';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
+import { type RouteDefinition, route } from './http/types.ts';
 import type { Log } from './log.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
@@ -27,7 +30,12 @@ export interface ControlPlaneDeps {
   validateResponses?: boolean;
 }
 
+/** The API's version, in the OpenAPI document. */
+export const apiVersion = '0.1.0';
+
 export interface ControlPlane extends ControlPlaneDeps {
+  /** The route table the router serves (the OpenAPI document is generated from it). */
+  routes: RouteDefinition[];
   tenancy: Tenancy;
   sandboxes: SandboxService;
   operations: SandboxOperations;
@@ -40,13 +48,26 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const sandboxes = new SandboxService(deps);
   const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
-  const handleHttp = createRouter(
-    apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow }),
-    {
-      authenticator: createAuthenticator(deps.store, deps.adminKey),
-      log: deps.log,
-      validateResponses: deps.validateResponses ?? false,
-    },
+  const routes = apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow });
+  // The document is generated from the same table the router validates with.
+  let document: Record<string, unknown> | undefined;
+  routes.push(
+    route({
+      method: 'GET',
+      path: '/v1/openapi.json',
+      summary: 'This API, as an OpenAPI 3.1 document generated from the schemas the router uses',
+      auth: 'none',
+      responses: { 200: z.record(z.string(), z.unknown()) },
+      handle: async () => {
+        document ??= openApiDocument(routes, apiVersion);
+        return { status: 200, body: document };
+      },
+    }),
   );
-  return { ...deps, tenancy, sandboxes, operations, handleHttp };
+  const handleHttp = createRouter(routes, {
+    authenticator: createAuthenticator(deps.store, deps.adminKey),
+    log: deps.log,
+    validateResponses: deps.validateResponses ?? false,
+  });
+  return { ...deps, tenancy, sandboxes, operations, routes, handleHttp };
 }
