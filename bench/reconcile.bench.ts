@@ -17,6 +17,7 @@ import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem } from '../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
+import { sandboxRecord } from '../test/helpers/records.ts';
 import { printTable } from './stats.ts';
 
 const local = await startDynamoDbLocal();
@@ -92,29 +93,15 @@ try {
 }
 
 function seeded(id: string, orgId: string, backendRef: string, at: string): SandboxRecord {
-  return {
+  return sandboxRecord(orgId, {
     id,
-    orgId,
-    projectId: null,
     status: 'running',
-    statusMessage: null,
     version: 3,
     pool: 'fake',
     backendRef,
-    template: null,
-    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
-    labels: {},
-    capabilities: [],
-    env: {},
-    ttlSeconds: 3600,
-    queueTimeoutSeconds: null,
-    allowedPools: null,
-    regions: null,
-    fromSnapshot: null,
-    attempts: 0,
     placement: { pool: 'fake', rejected: [], decidedAt: at },
     createdAt: at,
     updatedAt: at,
     expiresAt: '2030-01-01T00:00:00.000Z',
-  };
+  });
 }

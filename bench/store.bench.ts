@@ -11,7 +11,6 @@ import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../adapters/registry.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
-import type { Principal } from '../lib/auth.ts';
 import { parseConfig } from '../lib/config.ts';
 import { createControlPlane } from '../lib/control-plane.ts';
 import { newId } from '../lib/ids.ts';
@@ -26,6 +25,7 @@ import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem, usageItem } from '../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
+import { orgPrincipal, sandboxRecord } from '../test/helpers/records.ts';
 import { percentile, printTable } from './stats.ts';
 
 const quietQueue: WorkQueue = { send: async () => {}, changeVisibility: async () => {} };
@@ -222,36 +222,16 @@ async function main() {
   }
 }
 
-function orgPrincipal(orgId: string): Extract<Principal, { kind: 'org' }> {
-  return { kind: 'org', orgId, keyId: 'key_bench', role: 'member', projectId: null };
-}
-
 function sandboxTemplate(orgId: string, now: string): SandboxRecord {
-  return {
-    id: newId('sandbox'),
-    orgId,
-    projectId: null,
+  return sandboxRecord(orgId, {
     status: 'running',
-    statusMessage: null,
     version: 3,
     pool: 'fake',
     backendRef: 'fake_seeded',
-    template: null,
-    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
-    labels: {},
-    capabilities: [],
-    env: {},
-    ttlSeconds: 3600,
-    queueTimeoutSeconds: null,
-    allowedPools: null,
-    regions: null,
-    fromSnapshot: null,
-    attempts: 0,
     placement: { pool: 'fake', rejected: [], decidedAt: now },
     createdAt: now,
     updatedAt: now,
-    expiresAt: null,
-  };
+  });
 }
 
 await main();

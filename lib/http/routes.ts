@@ -76,6 +76,16 @@ function publicSnapshot(snapshot: SnapshotRecord) {
   return visible;
 }
 
+const lifecycleActions = [
+  { action: 'stop', summary: 'Stop a running sandbox: its disk stays; cpu and memory leave quota usage' },
+  {
+    action: 'start',
+    summary: 'Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)',
+  },
+  { action: 'pause', summary: 'Pause a running sandbox with its memory kept' },
+  { action: 'resume', summary: 'Resume a paused sandbox' },
+] as const;
+
 const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1']).optional() });
 
 function idempotencyKeyOf(header: string | undefined): string | undefined {
@@ -299,78 +309,26 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 200: reconcileReportSchema },
       handle: async () => ({ status: 200, body: await reconcile() }),
     }),
-    route({
-      method: 'POST',
-      path: '/v1/sandboxes/{id}/stop',
-      summary: 'Stop a running sandbox: its disk stays; cpu and memory leave quota usage',
-      auth: 'org',
-      params: sandboxParams,
-      responses: {
-        200: sandboxSchema,
-        404: errorSchema,
-        409: errorSchema,
-        429: errorSchema,
-        501: errorSchema,
-      },
-      handle: async ({ principal, params }) => ({
-        status: 200,
-        body: await operations.lifecycle(requireOrg(principal), params.id, 'stop'),
+    ...lifecycleActions.map(({ action, summary }) =>
+      route({
+        method: 'POST',
+        path: `/v1/sandboxes/{id}/${action}`,
+        summary,
+        auth: 'org',
+        params: sandboxParams,
+        responses: {
+          200: sandboxSchema,
+          404: errorSchema,
+          409: errorSchema,
+          429: errorSchema,
+          501: errorSchema,
+        },
+        handle: async ({ principal, params }) => ({
+          status: 200,
+          body: await operations.lifecycle(requireOrg(principal), params.id, action),
+        }),
       }),
-    }),
-    route({
-      method: 'POST',
-      path: '/v1/sandboxes/{id}/start',
-      summary: 'Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)',
-      auth: 'org',
-      params: sandboxParams,
-      responses: {
-        200: sandboxSchema,
-        404: errorSchema,
-        409: errorSchema,
-        429: errorSchema,
-        501: errorSchema,
-      },
-      handle: async ({ principal, params }) => ({
-        status: 200,
-        body: await operations.lifecycle(requireOrg(principal), params.id, 'start'),
-      }),
-    }),
-    route({
-      method: 'POST',
-      path: '/v1/sandboxes/{id}/pause',
-      summary: 'Pause a running sandbox with its memory kept',
-      auth: 'org',
-      params: sandboxParams,
-      responses: {
-        200: sandboxSchema,
-        404: errorSchema,
-        409: errorSchema,
-        429: errorSchema,
-        501: errorSchema,
-      },
-      handle: async ({ principal, params }) => ({
-        status: 200,
-        body: await operations.lifecycle(requireOrg(principal), params.id, 'pause'),
-      }),
-    }),
-    route({
-      method: 'POST',
-      path: '/v1/sandboxes/{id}/resume',
-      summary: 'Resume a paused sandbox',
-      auth: 'org',
-      params: sandboxParams,
-      responses: {
-        200: sandboxSchema,
-        404: errorSchema,
-        409: errorSchema,
-        429: errorSchema,
-        501: errorSchema,
-      },
-      handle: async ({ principal, params }) => ({
-        status: 200,
-        body: await operations.lifecycle(requireOrg(principal), params.id, 'resume'),
-      }),
-    }),
+    ),
     route({
       method: 'GET',
       path: '/v1/sandboxes/{id}/files',

@@ -1,14 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import type { ExecEvent } from '../../lib/adapter/contract.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { client, expectError, waitFor } from '../helpers/http-client.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { expectError } from '../helpers/http-client.ts';
 
 const lineSchema = z.union([
   z.strictObject({ stream: z.enum(['stdout', 'stderr']), data: z.string() }),
@@ -17,53 +13,27 @@ const lineSchema = z.union([
 ]);
 
 describe('streamed exec (?stream=1) over HTTP on the local runtime', () => {
-  let runtime: LocalRuntime;
-  let root: string;
-  let api: ReturnType<typeof client>;
-  let key: string;
   const fake = new FakeAdapter();
   const buffered = new FakeAdapter();
+  let e: E2e;
+  let runtime: LocalRuntime;
+  let api: E2e['api'];
+  let key: string;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'stream-devhost-'));
-    runtime = await startLocalRuntime({
-      config: parseConfig({
-        devMode: true,
-        pools: [
-          { name: 'local', adapter: 'devhost', config: { root } },
-          { name: 'fake', adapter: 'fake' },
-          // A pool that does not advertise exec.stream: streamed exec falls back to buffered output.
-          { name: 'buffered', adapter: 'fake', features: ['exec'] },
-        ],
-      }),
-      adapters: { fake, buffered },
-      sweepIntervalSeconds: 0,
-      reconcileIntervalSeconds: 0,
+    e = await startE2e({
+      fakes: { fake: { adapter: fake }, buffered: { adapter: buffered, features: ['exec'] } },
     });
-    api = client(runtime.url);
-    const org = z
-      .object({ id: z.string() })
-      .parse((await api.post('/v1/admin/orgs', runtime.adminKey, { name: 's' })).body);
-    key = z
-      .object({ key: z.string() })
-      .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 'k' })).body).key;
+    ({ runtime, api, key } = e);
   });
 
   afterAll(async () => {
-    await runtime?.stop();
-    await rm(root, { recursive: true, force: true });
+    await e?.stop();
   });
 
-  async function running(pool: string) {
-    const created = sandboxSchema.parse(
-      (await api.post('/v1/sandboxes', key, { placement: { allowedPools: [pool] } })).body,
-    );
-    return waitFor(
-      async () => sandboxSchema.parse((await api.get(`/v1/sandboxes/${created.id}`, key)).body),
-      (s) => s.status === 'running',
-      'running',
-    );
-  }
+  const _get = (id: string, as?: string) => e.get(id, as);
+  const running = (pool: string, extra: Record<string, unknown> = {}, as?: string) =>
+    e.running(pool, extra, as);
 
   /** Reads the NDJSON stream line by line, keeping only counts for big stdout so memory stays small. */
   async function stream(id: string, body: unknown) {

@@ -1,86 +1,45 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { parseConfig } from '../../lib/config.ts';
+import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { errors } from '../../lib/errors.ts';
 import { snapshotSchema } from '../../lib/schemas/operations.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { client, expectError, waitFor } from '../helpers/http-client.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { expectError } from '../helpers/http-client.ts';
 
 /**
  * Sandbox operations over HTTP on the local runtime, on the fake pool (every optional interface) and the
  * devhost pool (files and stop/start; no pause, snapshots or ports).
  */
 describe('sandbox operations over HTTP', () => {
-  let runtime: LocalRuntime;
-  let root: string;
-  let api: ReturnType<typeof client>;
-  let key: string;
   const fake = new FakeAdapter();
+  let e: E2e;
+  let runtime: LocalRuntime;
+  let api: E2e['api'];
+  let key: string;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'ops-devhost-'));
-    runtime = await startLocalRuntime({
-      config: parseConfig({
-        devMode: true,
-        pools: [
-          { name: 'local', adapter: 'devhost', config: { root } },
-          { name: 'fake', adapter: 'fake' },
-        ],
-      }),
-      adapters: { fake },
-      sweepIntervalSeconds: 0,
-      reconcileIntervalSeconds: 0,
-    });
-    api = client(runtime.url);
-    const org = z.object({ id: z.string() }).parse(
-      (
-        await api.post('/v1/admin/orgs', runtime.adminKey, {
-          name: 'ops',
-          quota: { maxCPU: 10, maxSnapshots: 2 },
-        })
-      ).body,
-    );
-    key = z
-      .object({ key: z.string() })
-      .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 'k' })).body).key;
+    e = await startE2e({ fakes: { fake: { adapter: fake } }, quota: { maxCPU: 10, maxSnapshots: 2 } });
+    ({ runtime, api, key } = e);
   });
 
   afterAll(async () => {
-    await runtime?.stop();
-    await rm(root, { recursive: true, force: true });
+    await e?.stop();
   });
 
-  const get = async (id: string, as = key) =>
-    sandboxSchema.parse((await api.get(`/v1/sandboxes/${id}`, as)).body);
-  const until = (id: string, status: string, as = key) =>
-    waitFor(
-      () => get(id, as),
-      (s) => s.status === status || s.status === 'failed',
-      status,
-    );
-  async function running(pool: string, extra: Record<string, unknown> = {}, as = key) {
-    const created = sandboxSchema.parse(
-      (await api.post('/v1/sandboxes', as, { placement: { allowedPools: [pool] }, ...extra })).body,
-    );
-    const sandbox = await until(created.id, 'running', as);
-    expect(sandbox.status).toBe('running');
-    return sandbox;
-  }
+  const get = (id: string, as?: string) => e.get(id, as);
+  const until = (id: string, status: string, as?: string) => e.until(id, status, as);
+  const running = (pool: string, extra: Record<string, unknown> = {}, as?: string) =>
+    e.running(pool, extra, as);
+  const destroy = (id: string) => e.destroy(id);
+
   const raw = (method: string, path: string, body?: Buffer) =>
     fetch(`${runtime.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${key}` },
       ...(body && { body }),
     });
-  const destroy = async (id: string) => {
-    await api.delete(`/v1/sandboxes/${id}`, key);
-    await until(id, 'terminated');
-  };
 
   it('stop releases cpu, start re-reserves it and is refused when it no longer fits', async () => {
     // An org of its own with room for two 1-CPU sandboxes.

@@ -1,60 +1,28 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { parseConfig } from '../../lib/config.ts';
+import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { sandboxSchema, updatedSandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { client, expectError, waitFor } from '../helpers/http-client.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { expectError, waitFor } from '../helpers/http-client.ts';
 
 describe('PATCH /v1/sandboxes/{id}', () => {
-  let runtime: LocalRuntime;
-  let root: string;
-  let api: ReturnType<typeof client>;
-  let key: string;
   const fake = new FakeAdapter();
+  let e: E2e;
+  let runtime: LocalRuntime;
+  let api: E2e['api'];
+  let key: string;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'patch-devhost-'));
-    runtime = await startLocalRuntime({
-      config: parseConfig({
-        devMode: true,
-        pools: [
-          { name: 'local', adapter: 'devhost', config: { root } },
-          { name: 'fake', adapter: 'fake' },
-        ],
-      }),
-      adapters: { fake },
-      sweepIntervalSeconds: 0,
-      reconcileIntervalSeconds: 0,
-    });
-    api = client(runtime.url);
-    const org = z
-      .object({ id: z.string() })
-      .parse((await api.post('/v1/admin/orgs', runtime.adminKey, { name: 'p' })).body);
-    key = z
-      .object({ key: z.string() })
-      .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 'k' })).body).key;
+    e = await startE2e({ fakes: { fake: { adapter: fake } } });
+    ({ runtime, api, key } = e);
   });
 
   afterAll(async () => {
-    await runtime?.stop();
-    await rm(root, { recursive: true, force: true });
+    await e?.stop();
   });
 
-  async function runningOn(pool: string) {
-    const created = sandboxSchema.parse(
-      (await api.post('/v1/sandboxes', key, { placement: { allowedPools: [pool] }, labels: { a: '1' } }))
-        .body,
-    );
-    return waitFor(
-      async () => sandboxSchema.parse((await api.get(`/v1/sandboxes/${created.id}`, key)).body),
-      (s) => s.status === 'running',
-      'running',
-    );
-  }
+  const _get = (id: string, as?: string) => e.get(id, as);
+  const runningOn = (pool: string) => e.running(pool, { labels: { a: '1' } });
 
   const patch = (id: string, body: unknown) =>
     fetch(`${runtime.url}/v1/sandboxes/${id}`, {

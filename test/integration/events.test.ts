@@ -8,6 +8,7 @@ import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { testPlane } from '../helpers/plane.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 async function load<T>(name: string): Promise<T> {
   return JSON.parse(await readFile(new URL(`../../events/${name}`, import.meta.url), 'utf8')) as T;
@@ -57,10 +58,7 @@ describe('events/ drive the handlers they are for', async () => {
     expect(exec.statusCode, exec.body).toBe(200);
     expect(JSON.parse(exec.body)).toMatchObject({ exitCode: 0, stdout: 'echo hi\n' });
 
-    await plane.sandboxes.delete(
-      { kind: 'org', orgId: org.id, keyId: 'key_x', role: 'member', projectId: null },
-      sandbox.id,
-    );
+    await plane.sandboxes.delete(orgPrincipal(org.id), sandbox.id);
     const terminated = await createTerminateHandler(plane)(withIds(terminateEvent, ids));
     expect(terminated).toEqual({ batchItemFailures: [] });
     expect((await plane.store.getSandbox(org.id, sandbox.id))?.status).toBe('terminated');

@@ -5,6 +5,7 @@ import type { CreateRequest, Instance } from '../../lib/adapter/contract.ts';
 import type { Principal } from '../../lib/auth.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { waitFor } from '../helpers/http-client.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 /**
  * Org A queues 500 sandboxes, then org B queues 5. With fair delivery (SQS fair queues on AWS; the
@@ -32,7 +33,7 @@ async function provisioningOrder(holdCapacity: number | undefined) {
         name,
         quota: { maxSandboxes: 1000, maxCPU: 1000, maxMemoryMiB: 1024 * 1024, maxDiskGiB: 100_000 },
       });
-      return { kind: 'org', orgId: org.id, keyId: 'key_x', role: 'member', projectId: null };
+      return orgPrincipal(org.id);
     };
     const a = await principalOf('a');
     const b = await principalOf('b');

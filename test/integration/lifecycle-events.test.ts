@@ -11,6 +11,7 @@ import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/cl
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { waitFor } from '../helpers/http-client.ts';
+import { sandboxRecord } from '../helpers/records.ts';
 
 describe.each(['memory', 'dynamodb'] as const)(
   'lifecycle events on the local runtime (%s store)',
@@ -95,31 +96,7 @@ describe('at least once, never from a change that did not commit', () => {
       { actor: 'admin', action: 'org.created', target: other, details: {} },
     );
     // A sandbox status change (its creation: queued) recorded through the outbox.
-    const sandbox = {
-      id: 'sbx_01ARZ3NDEKTSV4RRFFQ69G5FAX',
-      orgId: other,
-      projectId: null,
-      status: 'queued' as const,
-      statusMessage: null,
-      version: 1,
-      pool: null,
-      backendRef: null,
-      template: null,
-      resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 },
-      labels: {},
-      capabilities: [],
-      env: {},
-      ttlSeconds: 3600,
-      queueTimeoutSeconds: null,
-      allowedPools: null,
-      regions: null,
-      fromSnapshot: null,
-      attempts: 0,
-      placement: { pool: null, rejected: [], decidedAt: null },
-      createdAt: new Date().toISOString(),
-      updatedAt: new Date().toISOString(),
-      expiresAt: null,
-    };
+    const sandbox = sandboxRecord(other, { resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 } });
     await store.createSandbox(sandbox, {
       actor: 'k',
       action: 'sandbox.created',

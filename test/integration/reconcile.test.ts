@@ -15,6 +15,7 @@ import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 const endpoint = inject('dynamodbEndpoint');
 let tables = 0;
@@ -55,13 +56,7 @@ async function setup(kind: string, options: { shared?: boolean } = {}) {
     now,
   });
   const org = await plane.tenancy.createOrg({ name: 'reconcile' });
-  const principal: Extract<Principal, { kind: 'org' }> = {
-    kind: 'org',
-    orgId: org.id,
-    keyId: 'key_x',
-    role: 'member',
-    projectId: null,
-  };
+  const principal: Extract<Principal, { kind: 'org' }> = orgPrincipal(org.id);
   const installation = await store.installation();
   const advance = (seconds: number) => {
     clock += seconds * 1000;

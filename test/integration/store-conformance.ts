@@ -7,6 +7,7 @@ import type { SandboxStatus } from '../../lib/sandbox-state.ts';
 import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../../lib/store/records.ts';
+import { sandboxRecord } from '../helpers/records.ts';
 
 /** Direct access to stored audit events, to prove tampering is detected. */
 export interface AuditTamper {
@@ -34,38 +35,8 @@ async function newOrg(store: Store, quota: Partial<Quota> = {}): Promise<OrgReco
   return org;
 }
 
-function sandboxFor(orgId: string, overrides: Partial<SandboxRecord> = {}): SandboxRecord {
-  const now = new Date().toISOString();
-  return {
-    id: newId('sandbox'),
-    orgId,
-    projectId: null,
-    status: 'queued',
-    statusMessage: null,
-    version: 1,
-    pool: null,
-    backendRef: null,
-    template: null,
-    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
-    labels: {},
-    capabilities: [],
-    env: {},
-    ttlSeconds: 3600,
-    queueTimeoutSeconds: null,
-    allowedPools: null,
-    regions: null,
-    fromSnapshot: null,
-    attempts: 0,
-    placement: { pool: null, rejected: [], decidedAt: null },
-    createdAt: now,
-    updatedAt: now,
-    expiresAt: null,
-    ...overrides,
-  };
-}
-
 async function created(store: Store, orgId: string, overrides: Partial<SandboxRecord> = {}) {
-  const record = sandboxFor(orgId, overrides);
+  const record = sandboxRecord(orgId, overrides);
   await store.createSandbox(record, system('sandbox.created'));
   return record;
 }
@@ -471,15 +442,17 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
           requestHash: 'h1',
           expiresAt: new Date(Date.now() + 60_000).toISOString(),
         };
-        const first = sandboxFor(org.id);
+        const first = sandboxRecord(org.id);
         expect(await store.createSandbox(first, system('sandbox.created'), claim)).toEqual({
           sandbox: first,
           replayed: false,
         });
-        const again = await store.createSandbox(sandboxFor(org.id), system('sandbox.created'), claim);
+        const again = await store.createSandbox(sandboxRecord(org.id), system('sandbox.created'), claim);
         expect(again).toEqual({ sandbox: first, replayed: true });
         expect(
-          await codeOf(store.createSandbox(sandboxFor(org.id), system('x'), { ...claim, requestHash: 'h2' })),
+          await codeOf(
+            store.createSandbox(sandboxRecord(org.id), system('x'), { ...claim, requestHash: 'h2' }),
+          ),
         ).toBe('conflict');
         expect((await store.listSandboxes(org.id, {}, { limit: 10 })).items.length).toBe(1);
       });
@@ -492,8 +465,8 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
           requestHash: 'h1',
           expiresAt: new Date(Date.now() - 1000).toISOString(),
         };
-        await store.createSandbox(sandboxFor(org.id), system('sandbox.created'), expired);
-        const fresh = sandboxFor(org.id);
+        await store.createSandbox(sandboxRecord(org.id), system('sandbox.created'), expired);
+        const fresh = sandboxRecord(org.id);
         const result = await store.createSandbox(fresh, system('sandbox.created'), {
           ...expired,
           requestHash: 'other',

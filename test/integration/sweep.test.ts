@@ -18,6 +18,7 @@ import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { waitFor } from '../helpers/http-client.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 class FakeDeadLetters implements DeadLetterSource {
   readonly letters: Record<QueueName, { body: string; acked: boolean }[]> = { provision: [], terminate: [] };
@@ -68,13 +69,7 @@ async function setup(kind: string) {
     now,
   });
   const org = await plane.tenancy.createOrg({ name: 'sweep' });
-  const principal: Extract<Principal, { kind: 'org' }> = {
-    kind: 'org',
-    orgId: org.id,
-    keyId: 'key_x',
-    role: 'member',
-    projectId: null,
-  };
+  const principal: Extract<Principal, { kind: 'org' }> = orgPrincipal(org.id);
   const running = async (ttlSeconds = 60) => {
     const { sandbox } = await plane.sandboxes.create(principal, { ttlSeconds });
     await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: org.id });

@@ -6,6 +6,7 @@ import type { Principal } from '../../lib/auth.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { errors } from '../../lib/errors.ts';
 import { waitFor } from '../helpers/http-client.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 /**
  * The workers behind the embedded SQS server: real SQS protocol, pollers with Lambda event source
@@ -31,7 +32,7 @@ describe('work queues on the embedded SQS server', () => {
       adapters: { fake, flaky },
     });
     const org = await runtime.plane.tenancy.createOrg({ name: 'queues' });
-    principal = { kind: 'org', orgId: org.id, keyId: 'key_x', role: 'member', projectId: null };
+    principal = orgPrincipal(org.id);
   });
 
   afterAll(async () => {
@@ -146,13 +147,7 @@ describe('dead-lettering on the embedded SQS server', () => {
       new SendMessageCommand({ QueueUrl: runtime.sqs.urls.provision, MessageBody: 'this is not json' }),
     );
     const org = await runtime.plane.tenancy.createOrg({ name: 'dlq' });
-    const principal = {
-      kind: 'org',
-      orgId: org.id,
-      keyId: 'key_x',
-      role: 'member',
-      projectId: null,
-    } as const;
+    const principal = orgPrincipal(org.id);
     const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {});
     await waitFor(
       () => runtime.plane.sandboxes.get(principal, created.id),

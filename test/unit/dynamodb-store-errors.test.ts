@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../lib/errors.ts';
 import { documentClient } from '../../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { sandboxRecord } from '../helpers/records.ts';
 
 /**
  * Error paths DynamoDB Local cannot produce: it never raises TransactionConflict and never throttles.
@@ -96,29 +97,9 @@ function keyRecord() {
 }
 
 function sandboxItemFor() {
-  return {
+  return sandboxRecord('org_1', {
     id: 'sbx_1',
-    orgId: 'org_1',
-    projectId: null,
-    status: 'queued' as const,
-    statusMessage: null,
-    version: 1,
-    pool: null,
-    backendRef: null,
-    template: null,
-    resources: { cpu: 1, memoryMiB: 1024, diskGiB: 10 },
-    labels: {},
-    capabilities: [],
-    env: {},
-    ttlSeconds: 3600,
-    queueTimeoutSeconds: null,
-    allowedPools: null,
-    regions: null,
-    fromSnapshot: null,
-    attempts: 0,
-    placement: { pool: null, rejected: [], decidedAt: null },
     createdAt: '2026-01-01T00:00:00.000Z',
     updatedAt: '2026-01-01T00:00:00.000Z',
-    expiresAt: null,
-  };
+  });
 }

@@ -11,6 +11,7 @@ import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 /** A store whose `failAt`-th write throws before reaching the underlying store. */
 function failingStore(inner: Store, failAt: number): Store & { writes: number } {
@@ -73,13 +74,7 @@ describe('a failed write never leaves usage and records disagreeing', () => {
         adminKey: 'k',
       });
       const org = await plane.tenancy.createOrg({ name: 'faults' });
-      const principal: Extract<Principal, { kind: 'org' }> = {
-        kind: 'org',
-        orgId: org.id,
-        keyId: 'key_x',
-        role: 'member',
-        projectId: null,
-      };
+      const principal: Extract<Principal, { kind: 'org' }> = orgPrincipal(org.id);
       const attempt = async <T>(work: () => Promise<T>): Promise<T | undefined> => {
         try {
           return await work();

@@ -1,0 +1,22 @@
+import { inject } from 'vitest';
+import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
+import { DynamoDbStore, type DynamoDbStoreOptions } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { ensureTable } from '../../lib/store/dynamodb/table.ts';
+import { MemoryStore } from '../../lib/store/memory.ts';
+import type { Store } from '../../lib/store/port.ts';
+
+let tables = 0;
+
+/** A fresh store of each kind: memory, or a new table in the run's DynamoDB Local. */
+export const storeFactories: Record<
+  'memory' | 'dynamodb',
+  (options?: Partial<DynamoDbStoreOptions>) => Promise<Store>
+> = {
+  memory: async () => new MemoryStore(),
+  dynamodb: async (options = {}) => {
+    const base = localDynamoDbClient(inject('dynamodbEndpoint'));
+    const tableName = `test-${process.pid}-${++tables}`;
+    await ensureTable(base, tableName);
+    return new DynamoDbStore({ client: documentClient(base), tableName, ...options });
+  },
+};
