@@ -6,31 +6,21 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../adapters/registry.ts';
-import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { parseConfig } from '../lib/config.ts';
 import { createControlPlane } from '../lib/control-plane.ts';
 import { newId } from '../lib/ids.ts';
 import { silentLog } from '../lib/log.ts';
 import { reconcile } from '../lib/scheduler/reconcile.ts';
-import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem } from '../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { sandboxRecord } from '../test/helpers/records.ts';
+import { countingDynamoDb } from './dynamodb.ts';
 import { printTable } from './stats.ts';
 
-const local = await startDynamoDbLocal();
-const base = localDynamoDbClient(local.endpoint);
-let requests = 0;
-base.middlewareStack.add(
-  (next) => async (args) => {
-    requests++;
-    return next(args);
-  },
-  { step: 'initialize', name: 'countRequests' },
-);
-const doc = documentClient(base);
+const db = await countingDynamoDb();
+const { base, doc } = db;
 const rows: string[][] = [];
 try {
   for (const live of [1, 1000, 10_000]) {
@@ -64,7 +54,7 @@ try {
         }),
       );
     }
-    const before = requests;
+    const before = db.requests();
     const listsBefore = fake.calls.get('list') ?? 0;
     const started = performance.now();
     const report = await reconcile(plane);
@@ -75,7 +65,7 @@ try {
     }
     rows.push([
       String(live),
-      String(requests - before),
+      String(db.requests() - before),
       String((fake.calls.get('list') ?? 0) - listsBefore),
       String(fake.calls.get('delete') ?? 0),
       elapsed.toFixed(0),
@@ -88,8 +78,7 @@ try {
   );
   console.log('requests = lease put + installation + pool-index pages (100 per Query) + lease release\n');
 } finally {
-  base.destroy();
-  await local.stop();
+  await db.stop();
 }
 
 function seeded(id: string, orgId: string, backendRef: string, at: string): SandboxRecord {

@@ -10,7 +10,6 @@
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../adapters/registry.ts';
-import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { parseConfig } from '../lib/config.ts';
 import { createControlPlane } from '../lib/control-plane.ts';
 import { newId } from '../lib/ids.ts';
@@ -20,28 +19,19 @@ import { sandboxView } from '../lib/sandbox-records.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
 import { type Quota, quotaSchema } from '../lib/schemas/tenancy.ts';
-import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem, usageItem } from '../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { orgPrincipal, sandboxRecord } from '../test/helpers/records.ts';
+import { countingDynamoDb } from './dynamodb.ts';
 import { percentile, printTable } from './stats.ts';
 
 const quietQueue: WorkQueue = { send: async () => {}, changeVisibility: async () => {} };
 
 async function main() {
-  const local = await startDynamoDbLocal();
-  const base = localDynamoDbClient(local.endpoint);
-  let requests = 0;
-  base.middlewareStack.add(
-    (next) => async (args) => {
-      requests++;
-      return next(args);
-    },
-    { step: 'initialize', name: 'countRequests' },
-  );
-  const doc = documentClient(base);
+  const db = await countingDynamoDb();
+  const { base, doc } = db;
   const tableName = `bench-${Date.now()}`;
   await ensureTable(base, tableName);
   // Links run when the chain is read or linkAudit is called, so the lifecycle count below shows the
@@ -104,10 +94,10 @@ async function main() {
     await store.installation();
     const steps: string[][] = [];
     const count = async (label: string, work: () => Promise<unknown>) => {
-      const before = requests;
+      const before = db.requests();
       await work();
-      steps.push([label, String(requests - before)]);
-      return requests - before;
+      steps.push([label, String(db.requests() - before)]);
+      return db.requests() - before;
     };
     const http = (method: string, path: string, body?: unknown) =>
       plane.handleHttp({
@@ -130,9 +120,9 @@ async function main() {
       )) +
       (await count('DELETE /v1/sandboxes/{id}', () => http('DELETE', `/v1/sandboxes/${id}`))) +
       (await count('terminate worker', () => terminateSandbox(plane, { sandboxId: id, orgId: org.id }, 1)));
-    const beforeLink = requests;
+    const beforeLink = db.requests();
     await store.linkAudit(org.id);
-    const linking = requests - beforeLink;
+    const linking = db.requests() - beforeLink;
     printTable(
       'DynamoDB requests per sandbox lifecycle',
       ['step', 'requests'],
@@ -174,8 +164,7 @@ async function main() {
       ],
     );
   } finally {
-    base.destroy();
-    await local.stop();
+    await db.stop();
   }
 
   /** Seeds running sandboxes with their usage directly: admission must not read them, so how they got there is moot. */

@@ -50,16 +50,14 @@ export async function startE2e(
     reconcileIntervalSeconds: 0,
   });
   const api = client(runtime.url);
-  const org = z
-    .object({ id: z.string() })
-    .parse(
-      (
-        await api.post('/v1/admin/orgs', runtime.adminKey, {
-          name: 'e2e',
-          ...(options.quota && { quota: options.quota }),
-        })
-      ).body,
-    );
+  const org = z.object({ id: z.string() }).parse(
+    (
+      await api.post('/v1/admin/orgs', runtime.adminKey, {
+        name: 'e2e',
+        ...(options.quota && { quota: options.quota }),
+      })
+    ).body,
+  );
   const key = z
     .object({ key: z.string() })
     .parse((await api.post(`/v1/admin/orgs/${org.id}/keys`, runtime.adminKey, { name: 'e2e' })).body).key;

@@ -1,4 +1,4 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
 import type { Principal } from '../../lib/auth.ts';
@@ -9,24 +9,14 @@ import { silentLog } from '../../lib/log.ts';
 import { transitionSandbox } from '../../lib/sandbox-records.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
-import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
+import { storeFactories } from '../helpers/stores.ts';
 
-const endpoint = inject('dynamodbEndpoint');
-let tables = 0;
 const stores: Record<string, () => Promise<Store>> = {
-  memory: async () => new MemoryStore(),
-  dynamodb: async () => {
-    const base = localDynamoDbClient(endpoint);
-    const tableName = `reconcile-${process.pid}-${++tables}`;
-    await ensureTable(base, tableName);
-    return new DynamoDbStore({ client: documentClient(base), tableName });
-  },
+  memory: () => storeFactories.memory(),
+  dynamodb: () => storeFactories.dynamodb(),
 };
 
 /** Two pools, `first` and `second`; with `shared`, both on one backend (one fake, one installation). */

@@ -1,5 +1,5 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
@@ -11,14 +11,12 @@ import type { DeadLetter, DeadLetterSource, QueueName } from '../../lib/queue/po
 import { transitionSandbox } from '../../lib/sandbox-records.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { sweep } from '../../lib/scheduler/sweep.ts';
-import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import type { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { waitFor } from '../helpers/http-client.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
+import { storeFactories } from '../helpers/stores.ts';
 
 class FakeDeadLetters implements DeadLetterSource {
   readonly letters: Record<QueueName, { body: string; acked: boolean }[]> = { provision: [], terminate: [] };
@@ -36,17 +34,9 @@ class FakeDeadLetters implements DeadLetterSource {
   }
 }
 
-const endpoint = inject('dynamodbEndpoint');
-let tables = 0;
-
 const stores: Record<string, () => Promise<Store>> = {
-  memory: async () => new MemoryStore(),
-  dynamodb: async () => {
-    const base = localDynamoDbClient(endpoint);
-    const tableName = `sweep-${process.pid}-${++tables}`;
-    await ensureTable(base, tableName);
-    return new DynamoDbStore({ client: documentClient(base), tableName, linkInline: false });
-  },
+  memory: () => storeFactories.memory(),
+  dynamodb: () => storeFactories.dynamodb({ linkInline: false }),
 };
 
 async function setup(kind: string) {

@@ -534,18 +534,7 @@ export class DynamoDbStore implements Store {
           { ...snapshot, ...keyOf.snapshot(snapshot.orgId, snapshot.id) },
           'attribute_not_exists(PK)',
         ),
-        {
-          label: 'usage',
-          item: {
-            Update: {
-              TableName: this.#table,
-              Key: keyOf.usage(snapshot.orgId),
-              UpdateExpression: 'ADD snapshots :one, free_snapshots :minusOne',
-              ConditionExpression: 'attribute_exists(PK) AND free_snapshots >= :one',
-              ExpressionAttributeValues: { ':one': 1, ':minusOne': -1 },
-            },
-          },
-        },
+        snapshotSlot(snapshot.orgId, 1, this.#table),
       ]);
     } catch (error) {
       if (!(error instanceof Canceled)) throw error;
@@ -588,17 +577,7 @@ export class DynamoDbStore implements Store {
     try {
       await this.#write(orgId, audit, () => [
         del('snapshot', keyOf.snapshot(orgId, id), 'attribute_exists(PK)'),
-        {
-          label: 'usage',
-          item: {
-            Update: {
-              TableName: this.#table,
-              Key: keyOf.usage(orgId),
-              UpdateExpression: 'ADD snapshots :minusOne, free_snapshots :one',
-              ExpressionAttributeValues: { ':one': 1, ':minusOne': -1 },
-            },
-          },
-        },
+        snapshotSlot(orgId, -1, this.#table),
       ]);
     } catch (error) {
       if (error instanceof Canceled) throw errors.notFound('snapshot', id);
@@ -960,6 +939,22 @@ function usageUpdate(orgId: string, delta: Omit<Usage, 'snapshots'>, table: stri
         ConditionExpression: conditions.join(' AND '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
+      },
+    },
+  };
+}
+
+/** Takes (+1, only while `free_snapshots` covers it) or gives back (-1) one of the org's maxSnapshots. */
+function snapshotSlot(orgId: string, change: 1 | -1, table: string): Action {
+  return {
+    label: 'usage',
+    item: {
+      Update: {
+        TableName: table,
+        Key: keyOf.usage(orgId),
+        UpdateExpression: 'ADD snapshots :change, free_snapshots :release',
+        ...(change > 0 && { ConditionExpression: 'attribute_exists(PK) AND free_snapshots >= :change' }),
+        ExpressionAttributeValues: { ':change': change, ':release': -change },
       },
     },
   };
