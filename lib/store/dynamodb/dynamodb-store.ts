@@ -629,18 +629,22 @@ export class DynamoDbStore implements Store {
 
   /** Audit records of an org not yet linked into its chain (for operators and tests). */
   async outboxSize(orgId: string): Promise<number> {
-    const result = await this.#call((doc) =>
+    return (await this.#queryOutbox(orgId, { Select: 'COUNT' })).Count ?? 0;
+  }
+
+  /** The org's pending audit records, oldest first (consistent: a record just written is seen). */
+  #queryOutbox(orgId: string, extra: Pick<QueryCommandInput, 'Limit' | 'Select'>) {
+    return this.#call((doc) =>
       doc.send(
         new QueryCommand({
           TableName: this.#table,
           KeyConditionExpression: 'PK = :pk',
           ExpressionAttributeValues: { ':pk': keyOf.outbox(orgId, '').PK },
           ConsistentRead: true,
-          Select: 'COUNT',
+          ...extra,
         }),
       ),
     );
-    return result.Count ?? 0;
   }
 
   async #readHead(orgId: string): Promise<ChainHead> {
@@ -680,17 +684,7 @@ export class DynamoDbStore implements Store {
 
   async #linkOutbox(orgId: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      const pending = await this.#call((doc) =>
-        doc.send(
-          new QueryCommand({
-            TableName: this.#table,
-            KeyConditionExpression: 'PK = :pk',
-            ExpressionAttributeValues: { ':pk': keyOf.outbox(orgId, '').PK },
-            ConsistentRead: true,
-            Limit: outboxBatch,
-          }),
-        ),
-      );
+      const pending = await this.#queryOutbox(orgId, { Limit: outboxBatch });
       const items = (pending.Items ?? []).map((item) => outboxItemSchema.parse(item));
       if (items.length === 0) return;
       let head = await this.#readHead(orgId);
