@@ -1,0 +1,330 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { ExecStreamLine } from '../lib/exec-stream.ts';
+import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
+import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
+import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
+import type {
+  CreateSandboxRequest,
+  ExecRequest,
+  ExecResult,
+  SandboxView,
+  updatedSandboxSchema,
+} from '../lib/schemas/sandboxes.ts';
+import type { KeyView, OrgView, Quota } from '../lib/schemas/tenancy.ts';
+import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
+
+export type Snapshot = z.infer<typeof snapshotSchema>;
+export type FileInfo = z.infer<typeof fileInfoSchema>;
+export type AuditEvent = z.infer<typeof auditEventSchema>;
+export type AuditVerification = z.infer<typeof auditVerificationSchema>;
+export type ReconcileReport = z.infer<typeof reconcileReportSchema>;
+export type UpdatedSandbox = z.infer<typeof updatedSandboxSchema>;
+export type Page<T> = { items: T[]; nextCursor: string | null };
+export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, SandboxView };
+
+export interface ClientOptions {
+  /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/live */
+  endpoint: string;
+  apiKey: string;
+  /** Attempts for requests that are safe to repeat when the API answers 503. @default 4 */
+  attempts?: number;
+  /** The first retry's delay; it doubles each time. @default 250 ms */
+  retryBaseMs?: number;
+  fetch?: typeof fetch;
+}
+
+const envelope = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).default({}),
+  }),
+});
+
+interface RequestOptions {
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  raw?: Uint8Array;
+  headers?: Record<string, string>;
+  /** Safe to send again after a 503 (reads, deletes, creates with an Idempotency-Key). */
+  retry?: boolean;
+}
+
+/**
+ * A typed client for every route of the Differently API. Errors are DifferentlyError (code, message,
+ * details, status) or DifferentlyNetworkError (which endpoint could not be reached).
+ */
+export class DifferentlyClient {
+  readonly #endpoint: string;
+  readonly #apiKey: string;
+  readonly #attempts: number;
+  readonly #retryBaseMs: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.#endpoint = options.endpoint.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#attempts = Math.max(options.attempts ?? 4, 1);
+    this.#retryBaseMs = options.retryBaseMs ?? 250;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  health(): Promise<{ status: 'ok' }> {
+    return this.#json('GET', '/v1/health', { retry: true });
+  }
+
+  /** Creates a sandbox (queued). An Idempotency-Key is set for you, so a retried create makes one sandbox. */
+  createSandbox(
+    request: CreateSandboxRequest = {},
+    options: { idempotencyKey?: string } = {},
+  ): Promise<SandboxView> {
+    return this.#json('POST', '/v1/sandboxes', {
+      body: request,
+      headers: { 'idempotency-key': options.idempotencyKey ?? randomUUID() },
+      retry: true,
+    });
+  }
+
+  getSandbox(id: string): Promise<SandboxView> {
+    return this.#json('GET', `/v1/sandboxes/${encodeURIComponent(id)}`, { retry: true });
+  }
+
+  listSandboxes(
+    query: { status?: string; projectId?: string; label?: string; cursor?: string; limit?: number } = {},
+  ) {
+    return this.#json<Page<SandboxView>>('GET', '/v1/sandboxes', { query, retry: true });
+  }
+
+  updateSandbox(
+    id: string,
+    patch: { ttlSeconds?: number; labels?: Record<string, string> },
+  ): Promise<UpdatedSandbox> {
+    return this.#json('PATCH', `/v1/sandboxes/${encodeURIComponent(id)}`, { body: patch });
+  }
+
+  deleteSandbox(id: string): Promise<SandboxView> {
+    return this.#json('DELETE', `/v1/sandboxes/${encodeURIComponent(id)}`, { retry: true });
+  }
+
+  /** Waits until the sandbox runs; throws if it fails, is terminated, or the time runs out. */
+  async waitUntilRunning(
+    id: string,
+    options: { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<SandboxView> {
+    const deadline = Date.now() + (options.timeoutMs ?? 300_000);
+    for (;;) {
+      const sandbox = await this.getSandbox(id);
+      if (sandbox.status === 'running') return sandbox;
+      if (
+        sandbox.status === 'failed' ||
+        sandbox.status === 'terminated' ||
+        sandbox.status === 'terminating'
+      ) {
+        throw new DifferentlyError(
+          409,
+          'invalid_state',
+          `sandbox ${id} is ${sandbox.status}: ${sandbox.statusMessage ?? ''}`,
+          {
+            status: sandbox.status,
+          },
+        );
+      }
+      if (Date.now() > deadline) {
+        throw new DifferentlyError(
+          408,
+          'timeout',
+          `sandbox ${id} was not running in time (last: ${sandbox.status})`,
+          {
+            status: sandbox.status,
+          },
+        );
+      }
+      await sleep(options.intervalMs ?? 500);
+    }
+  }
+
+  exec(id: string, request: ExecRequest): Promise<ExecResult> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, { body: request });
+  }
+
+  /** Streamed exec: yields output events as produced, then one `{exitCode}` or `{error}`. */
+  async *execStream(id: string, request: ExecRequest): AsyncGenerator<ExecStreamLine> {
+    const response = await this.#send('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, {
+      query: { stream: '1' },
+      body: request,
+    });
+    const decoder = new TextDecoder();
+    let buffer = '';
+    let final = false;
+    for await (const chunk of response.body ?? []) {
+      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+      for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
+        const text = buffer.slice(0, newline).trim();
+        buffer = buffer.slice(newline + 1);
+        if (text === '') continue; // keep-alive
+        const line = JSON.parse(text) as ExecStreamLine;
+        if ('exitCode' in line || 'error' in line) final = true;
+        yield line;
+      }
+    }
+    if (!final) yield { error: 'the stream ended without a final event' };
+  }
+
+  listFiles(id: string, path: string): Promise<{ items: FileInfo[] }> {
+    return this.#json('GET', `/v1/sandboxes/${encodeURIComponent(id)}/files`, {
+      query: { path },
+      retry: true,
+    });
+  }
+
+  async readFile(id: string, path: string): Promise<Uint8Array> {
+    const response = await this.#send('GET', `/v1/sandboxes/${encodeURIComponent(id)}/files/content`, {
+      query: { path },
+      retry: true,
+    });
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  async writeFile(id: string, path: string, content: Uint8Array | string): Promise<void> {
+    const raw = typeof content === 'string' ? new TextEncoder().encode(content) : content;
+    await this.#send('PUT', `/v1/sandboxes/${encodeURIComponent(id)}/files/content`, {
+      query: { path },
+      raw,
+      retry: true,
+    });
+  }
+
+  stop(id: string): Promise<SandboxView> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/stop`);
+  }
+
+  start(id: string): Promise<SandboxView> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/start`);
+  }
+
+  pause(id: string): Promise<SandboxView> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/pause`);
+  }
+
+  resume(id: string): Promise<SandboxView> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/resume`);
+  }
+
+  createSnapshot(id: string, kind: 'disk' | 'memory' = 'disk'): Promise<Snapshot> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/snapshots`, { body: { kind } });
+  }
+
+  listSnapshots(query: { cursor?: string; limit?: number } = {}): Promise<Page<Snapshot>> {
+    return this.#json('GET', '/v1/snapshots', { query, retry: true });
+  }
+
+  getSnapshot(id: string): Promise<Snapshot> {
+    return this.#json('GET', `/v1/snapshots/${encodeURIComponent(id)}`, { retry: true });
+  }
+
+  deleteSnapshot(id: string): Promise<z.infer<typeof snapshotDeletedSchema>> {
+    return this.#json('DELETE', `/v1/snapshots/${encodeURIComponent(id)}`, { retry: true });
+  }
+
+  fork(id: string): Promise<SandboxView> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/fork`);
+  }
+
+  exposePort(id: string, port: number): Promise<{ url: string }> {
+    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/ports`, { body: { port } });
+  }
+
+  audit(query: { cursor?: string; limit?: number } = {}): Promise<Page<AuditEvent>> {
+    return this.#json('GET', '/v1/audit', { query, retry: true });
+  }
+
+  openapi(): Promise<Record<string, unknown>> {
+    return this.#json('GET', '/v1/openapi.json', { retry: true });
+  }
+
+  /** Admin routes: need the admin key. */
+  readonly admin = {
+    createOrg: (body: { name: string; quota?: Partial<Quota> }): Promise<OrgView> =>
+      this.#json('POST', '/v1/admin/orgs', { body }),
+    listOrgs: (query: { cursor?: string; limit?: number } = {}): Promise<Page<OrgView>> =>
+      this.#json('GET', '/v1/admin/orgs', { query, retry: true }),
+    getOrg: (id: string): Promise<OrgView> =>
+      this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(id)}`, { retry: true }),
+    createKey: (
+      orgId: string,
+      body: { name: string; projectId?: string; role?: 'admin' | 'member' },
+    ): Promise<KeyView & { key: string }> =>
+      this.#json('POST', `/v1/admin/orgs/${encodeURIComponent(orgId)}/keys`, { body }),
+    listKeys: (orgId: string, query: { cursor?: string; limit?: number } = {}): Promise<Page<KeyView>> =>
+      this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/keys`, { query, retry: true }),
+    revokeKey: (id: string): Promise<KeyView> =>
+      this.#json('DELETE', `/v1/admin/keys/${encodeURIComponent(id)}`, { retry: true }),
+    verifyAudit: (orgId?: string): Promise<AuditVerification> =>
+      this.#json('GET', '/v1/admin/audit/verify', { query: { orgId }, retry: true }),
+    reconcile: (): Promise<ReconcileReport> => this.#json('POST', '/v1/admin/reconcile'),
+  };
+
+  async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.#send(method, path, options);
+    return (await response.json()) as T;
+  }
+
+  /** Sends a request; 503 is retried with backoff when the request is safe to repeat. */
+  async #send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const url = new URL(`${this.#endpoint}${path}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const attempts = options.retry === true ? this.#attempts : 1;
+    for (let attempt = 1; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.#fetch(url, {
+          method,
+          headers: {
+            authorization: `Bearer ${this.#apiKey}`,
+            ...(options.body !== undefined && { 'content-type': 'application/json' }),
+            ...(options.raw !== undefined && { 'content-type': 'application/octet-stream' }),
+            ...options.headers,
+          },
+          ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
+          ...(options.raw !== undefined && { body: options.raw }),
+        });
+      } catch (error) {
+        throw new DifferentlyNetworkError(this.#endpoint, { cause: error });
+      }
+      if (response.ok) return response;
+      if (response.status === 503 && attempt < attempts) {
+        await response.body?.cancel();
+        await sleep(this.#retryBaseMs * 2 ** (attempt - 1));
+        continue;
+      }
+      const text = await response.text();
+      let parsed: z.infer<typeof envelope> | undefined;
+      try {
+        const result = envelope.safeParse(JSON.parse(text));
+        if (result.success) parsed = result.data;
+      } catch {
+        // not JSON: reported below with the status
+      }
+      throw parsed === undefined
+        ? new DifferentlyError(
+            response.status,
+            'http_error',
+            `HTTP ${response.status}: ${text.slice(0, 200)}`,
+            {},
+          )
+        : new DifferentlyError(
+            response.status,
+            parsed.error.code,
+            parsed.error.message,
+            parsed.error.details,
+          );
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
