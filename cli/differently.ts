@@ -1,0 +1,339 @@
+#!/usr/bin/env node
+import { readFile, writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { parseConfigText } from '../lib/config.ts';
+import { credentialResolver } from '../lib/credentials.ts';
+import { DifferentlyClient, DifferentlyError, DifferentlyNetworkError } from '../sdk/index.ts';
+
+const help: Record<string, string> = {
+  '': `differently: the Differently CLI
+
+Usage: differently <command> [options]
+
+Commands:
+  sandboxes create|list|get|delete   manage sandboxes
+  exec <id> -- <command...>          run a command, streaming its output; exits with its exit code
+  files ls|get|put                   list, read and write files
+  snapshots create|list|delete       snapshots
+  fork <id>                          fork a sandbox
+  ports <id> <port>                  expose a port
+  admin orgs|keys|reconcile          tenancy and operations (admin key)
+  audit verify [--org ID]            recompute audit chains (admin key)
+  preflight --config FILE            validate a config and check every credential reference
+
+Options everywhere: --endpoint URL (or DIFFERENTLY_ENDPOINT), --key KEY (or DIFFERENTLY_API_KEY),
+--json for machine output, --help. Every command has its own --help.`,
+  sandboxes: `Usage:
+  differently sandboxes create [--pool P]... [--template T] [--ttl SECONDS] [--env K=V]... [--label K=V]... [--wait]
+  differently sandboxes list [--status S]
+  differently sandboxes get <id>
+  differently sandboxes delete <id>`,
+  exec: `Usage: differently exec <id> [--cwd DIR] [--timeout SECONDS] -- <command> [args...]
+Streams stdout and stderr as produced and exits with the command's exit code.`,
+  files: `Usage:
+  differently files ls <id> <path>
+  differently files get <id> <path> [--out FILE]
+  differently files put <id> <path> <local-file>`,
+  snapshots: `Usage:
+  differently snapshots create <sandbox-id> [--kind disk|memory]
+  differently snapshots list
+  differently snapshots delete <snapshot-id>`,
+  fork: 'Usage: differently fork <id> [--wait]',
+  ports: 'Usage: differently ports <id> <port>',
+  admin: `Usage:
+  differently admin orgs create <name> | orgs list | orgs get <id>
+  differently admin keys create <org-id> <name> [--project P] | keys list <org-id> | keys revoke <key-id>
+  differently admin reconcile`,
+  audit: 'Usage: differently audit verify [--org ID]',
+  preflight: `Usage: differently preflight --config FILE
+Validates the config and checks that every pool's credential reference resolves here
+(environment variables; Secrets Manager references are listed, not read). Names each failure.`,
+};
+
+class UsageError extends Error {}
+
+const options = {
+  endpoint: { type: 'string' },
+  key: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean' },
+  pool: { type: 'string', multiple: true },
+  template: { type: 'string' },
+  ttl: { type: 'string' },
+  env: { type: 'string', multiple: true },
+  label: { type: 'string', multiple: true },
+  wait: { type: 'boolean' },
+  status: { type: 'string' },
+  cwd: { type: 'string' },
+  timeout: { type: 'string' },
+  out: { type: 'string' },
+  kind: { type: 'string' },
+  project: { type: 'string' },
+  org: { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
+function pairs(values: string[] | undefined, what: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const value of values ?? []) {
+    const eq = value.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--${what} takes KEY=VALUE, not ${value}`);
+    out[value.slice(0, eq)] = value.slice(eq + 1);
+  }
+  return out;
+}
+
+function table(rows: Record<string, unknown>[], columns: string[]): string {
+  const cells = rows.map((row) => columns.map((c) => String(row[c] ?? '')));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const dash = argv.indexOf('--');
+  const command = dash >= 0 ? argv.slice(dash + 1) : [];
+  const { values, positionals } = parseArgs({
+    args: dash >= 0 ? argv.slice(0, dash) : argv,
+    options,
+    allowPositionals: true,
+    strict: true,
+  });
+  const [group = '', action, ...rest] = positionals;
+  if (values.help === true || group === '' || help[group] === undefined) {
+    process.stdout.write(`${help[help[group] === undefined ? '' : group]}\n`);
+    return values.help === true || group === '' ? 0 : 2;
+  }
+  const print = (value: unknown, human: () => string) =>
+    process.stdout.write(`${values.json === true ? JSON.stringify(value, null, 2) : human()}\n`);
+
+  if (group === 'preflight') return preflight(values.config);
+
+  const endpoint = values.endpoint ?? process.env.DIFFERENTLY_ENDPOINT;
+  const key = values.key ?? process.env.DIFFERENTLY_API_KEY;
+  if (endpoint === undefined || key === undefined) {
+    throw new UsageError('set --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY)');
+  }
+  const client = new DifferentlyClient({ endpoint, apiKey: key });
+  const need = (value: string | undefined, name: string) => {
+    if (value === undefined) throw new UsageError(`missing <${name}>\n${help[group]}`);
+    return value;
+  };
+  const wait = async (id: string) => {
+    const progress = process.stderr.isTTY ? (s: string) => process.stderr.write(`\r${s}`) : () => undefined;
+    progress(`waiting for ${id} to run...`);
+    const sandbox = await client.waitUntilRunning(id, { intervalMs: 250 });
+    progress(`${' '.repeat(60)}\r`);
+    return sandbox;
+  };
+  const sandboxColumns = ['id', 'status', 'pool', 'statusMessage'];
+
+  switch (`${group} ${action ?? ''}`.trim()) {
+    case 'sandboxes create': {
+      let sandbox = await client.createSandbox({
+        ...(values.pool !== undefined && { placement: { allowedPools: values.pool } }),
+        ...(values.template !== undefined && { template: values.template }),
+        ...(values.ttl !== undefined && { ttlSeconds: Number(values.ttl) }),
+        ...(values.env !== undefined && { env: pairs(values.env, 'env') }),
+        ...(values.label !== undefined && { labels: pairs(values.label, 'label') }),
+      });
+      if (values.wait === true) sandbox = await wait(sandbox.id);
+      print(sandbox, () => table([sandbox], sandboxColumns));
+      return 0;
+    }
+    case 'sandboxes list': {
+      const page = await client.listSandboxes({
+        ...(values.status !== undefined && { status: values.status }),
+        limit: 100,
+      });
+      print(page, () => table(page.items, sandboxColumns));
+      return 0;
+    }
+    case 'sandboxes get': {
+      const sandbox = await client.getSandbox(need(rest[0], 'id'));
+      print(sandbox, () => table([sandbox], [...sandboxColumns, 'expiresAt']));
+      return 0;
+    }
+    case 'sandboxes delete': {
+      const sandbox = await client.deleteSandbox(need(rest[0], 'id'));
+      print(sandbox, () => `${sandbox.id} ${sandbox.status}`);
+      return 0;
+    }
+    case `exec ${action}`: {
+      if (command.length === 0) throw new UsageError(help.exec ?? '');
+      let exitCode = 1;
+      for await (const event of client.execStream(need(action, 'id'), {
+        args: command,
+        ...(values.cwd !== undefined && { cwd: values.cwd }),
+        ...(values.timeout !== undefined && { timeoutSeconds: Number(values.timeout) }),
+      })) {
+        if (values.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
+        else if ('stream' in event)
+          (event.stream === 'stdout' ? process.stdout : process.stderr).write(event.data);
+        if ('exitCode' in event) exitCode = event.exitCode;
+        if ('error' in event) {
+          process.stderr.write(`error: ${event.error}\n`);
+          exitCode = 1;
+        }
+      }
+      return exitCode;
+    }
+    case 'files ls': {
+      const listing = await client.listFiles(need(rest[0], 'id'), need(rest[1], 'path'));
+      print(listing, () => table(listing.items, ['name', 'isDir', 'size']));
+      return 0;
+    }
+    case 'files get': {
+      const content = await client.readFile(need(rest[0], 'id'), need(rest[1], 'path'));
+      if (values.out !== undefined) await writeFile(values.out, content);
+      else process.stdout.write(content);
+      return 0;
+    }
+    case 'files put': {
+      await client.writeFile(
+        need(rest[0], 'id'),
+        need(rest[1], 'path'),
+        await readFile(need(rest[2], 'local-file')),
+      );
+      print({ written: true }, () => `wrote ${rest[1]}`);
+      return 0;
+    }
+    case 'snapshots create': {
+      const snapshot = await client.createSnapshot(
+        need(rest[0], 'sandbox-id'),
+        values.kind === 'memory' ? 'memory' : 'disk',
+      );
+      print(snapshot, () => table([snapshot], ['id', 'kind', 'pool', 'sizeBytes']));
+      return 0;
+    }
+    case 'snapshots list': {
+      const page = await client.listSnapshots({ limit: 100 });
+      print(page, () => table(page.items, ['id', 'sandboxId', 'kind', 'pool', 'createdAt']));
+      return 0;
+    }
+    case 'snapshots delete': {
+      const result = await client.deleteSnapshot(need(rest[0], 'snapshot-id'));
+      print(result, () => `${result.id} deleted${result.note === undefined ? '' : ` (${result.note})`}`);
+      return 0;
+    }
+    case `fork ${action}`: {
+      let child = await client.fork(need(action, 'id'));
+      if (values.wait === true) child = await wait(child.id);
+      print(child, () => table([child], sandboxColumns));
+      return 0;
+    }
+    case `ports ${action}`: {
+      const exposed = await client.exposePort(need(action, 'id'), Number(need(rest[0], 'port')));
+      print(exposed, () => exposed.url);
+      return 0;
+    }
+    case 'admin orgs': {
+      const [verb, arg] = rest;
+      if (verb === 'create') {
+        const org = await client.admin.createOrg({ name: need(arg, 'name') });
+        print(org, () => table([org], ['id', 'name']));
+      } else if (verb === 'get') {
+        const org = await client.admin.getOrg(need(arg, 'id'));
+        print(org, () => table([org], ['id', 'name']));
+      } else {
+        const page = await client.admin.listOrgs({ limit: 100 });
+        print(page, () => table(page.items, ['id', 'name', 'createdAt']));
+      }
+      return 0;
+    }
+    case 'admin keys': {
+      const [verb, first, second] = rest;
+      if (verb === 'create') {
+        const created = await client.admin.createKey(need(first, 'org-id'), {
+          name: need(second, 'name'),
+          ...(values.project !== undefined && { projectId: values.project }),
+        });
+        // The only time a key's secret is shown.
+        print(created, () => `${created.id}\n${created.key}\n(the key is shown only now)`);
+      } else if (verb === 'revoke') {
+        const key = await client.admin.revokeKey(need(first, 'key-id'));
+        print(key, () => `${key.id} revoked`);
+      } else {
+        const page = await client.admin.listKeys(need(first, 'org-id'), { limit: 100 });
+        print(page, () => table(page.items, ['id', 'name', 'role', 'revokedAt']));
+      }
+      return 0;
+    }
+    case 'admin reconcile': {
+      const report = await client.admin.reconcile();
+      print(report, () =>
+        table(report.pools, ['pool', 'listed', 'orphansDeleted', 'adopted', 'requeued', 'failed', 'skipped']),
+      );
+      return 0;
+    }
+    case 'audit verify': {
+      const result = await client.admin.verifyAudit(values.org);
+      print(result, () =>
+        result.ok
+          ? `ok: ${result.checked} events checked`
+          : `BROKEN at seq ${result.firstBroken?.seq}: ${result.firstBroken?.reason}`,
+      );
+      return result.ok ? 0 : 1;
+    }
+    default:
+      throw new UsageError(help[group] ?? help[''] ?? '');
+  }
+}
+
+/** Validates a config file and checks every credential reference, naming each failure. */
+async function preflight(path: string | undefined): Promise<number> {
+  if (path === undefined) throw new UsageError(help.preflight ?? '');
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    process.stderr.write(`error: cannot read ${path}\n`);
+    return 1;
+  }
+  let failures = 0;
+  let config: ReturnType<typeof parseConfigText>;
+  try {
+    config = parseConfigText(text, path);
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n`);
+    return 1;
+  }
+  const resolve = credentialResolver();
+  for (const pool of config.pools) {
+    if (pool.credentials === undefined) continue;
+    if ('secretArn' in pool.credentials) {
+      process.stdout.write(
+        `pool ${pool.name}: credentials in ${pool.credentials.secretArn} (checked at deploy, not here)\n`,
+      );
+      continue;
+    }
+    try {
+      await resolve(pool.credentials, pool.name);
+      process.stdout.write(`pool ${pool.name}: credentials.env ${pool.credentials.env} resolves\n`);
+    } catch (error) {
+      failures++;
+      process.stderr.write(`error: ${(error as Error).message}\n`);
+    }
+  }
+  process.stdout.write(
+    failures === 0 ? `${path}: ok (${config.pools.length} pools)\n` : `${path}: ${failures} failure(s)\n`,
+  );
+  return failures === 0 ? 0 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof DifferentlyError)
+      process.stderr.write(`error: ${error.code}: ${error.message.replace(`${error.code}: `, '')}\n`);
+    else if (error instanceof DifferentlyNetworkError) process.stderr.write(`error: ${error.message}\n`);
+    else if (error instanceof UsageError || error instanceof TypeError)
+      process.stderr.write(`${error.message}\n`);
+    else process.stderr.write(`error: ${(error as Error).message}\n`);
+    process.exit(error instanceof UsageError ? 2 : 1);
+  },
+);

@@ -1,0 +1,151 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+
+const bin = new URL('../../cli/differently.ts', import.meta.url).pathname;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in a child process, as a user would. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, ...env } },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('the differently CLI', () => {
+  let e: E2e;
+  let dir: string;
+  let asTenant: Record<string, string>;
+
+  beforeAll(async () => {
+    e = await startE2e({ fakes: { fake: { adapter: new FakeAdapter() } } });
+    dir = await mkdtemp(join(tmpdir(), 'cli-test-'));
+    const asAdmin = ['--endpoint', e.runtime.url, '--key', e.runtime.adminKey, '--json'];
+    const org = z
+      .object({ id: z.string() })
+      .parse(JSON.parse((await cli(['admin', 'orgs', 'create', 'cli', ...asAdmin])).stdout));
+    const key = z
+      .object({ key: z.string() })
+      .parse(JSON.parse((await cli(['admin', 'keys', 'create', org.id, 'k', ...asAdmin])).stdout));
+    asTenant = { DIFFERENTLY_ENDPOINT: e.runtime.url, DIFFERENTLY_API_KEY: key.key };
+  });
+
+  afterAll(async () => {
+    await e?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates and waits, printing the running record as JSON', async () => {
+    const run = await cli(['sandboxes', 'create', '--pool', 'fake', '--wait', '--json'], asTenant);
+    expect(run.code).toBe(0);
+    expect(sandboxSchema.parse(JSON.parse(run.stdout)).status).toBe('running');
+    const list = await cli(['sandboxes', 'list', '--json'], asTenant);
+    expect(
+      z.object({ items: z.array(sandboxSchema) }).parse(JSON.parse(list.stdout)).items.length,
+    ).toBeGreaterThan(0);
+    const human = await cli(['sandboxes', 'list'], asTenant);
+    expect(human.stdout.split('\n')[0]).toMatch(/^ID\s+STATUS\s+POOL/);
+  });
+
+  it('streams exec output and exits with the command’s exit code', async () => {
+    const created = sandboxSchema.parse(
+      JSON.parse(
+        (await cli(['sandboxes', 'create', '--pool', 'local', '--wait', '--json'], asTenant)).stdout,
+      ),
+    );
+    const run = await cli(['exec', created.id, '--', 'sh', '-c', 'echo out; echo err >&2; exit 3'], asTenant);
+    expect(run).toEqual({ code: 3, stdout: 'out\n', stderr: 'err\n' });
+  });
+
+  it('round-trips a file', async () => {
+    const created = sandboxSchema.parse(
+      JSON.parse(
+        (await cli(['sandboxes', 'create', '--pool', 'local', '--wait', '--json'], asTenant)).stdout,
+      ),
+    );
+    const source = join(dir, 'in.bin');
+    const target = join(dir, 'out.bin');
+    await writeFile(source, Buffer.from([1, 2, 3, 250]));
+    expect((await cli(['files', 'put', created.id, '/data/in.bin', source], asTenant)).code).toBe(0);
+    expect((await cli(['files', 'get', created.id, '/data/in.bin', '--out', target], asTenant)).code).toBe(0);
+    expect((await readFile(target)).equals(Buffer.from([1, 2, 3, 250]))).toBe(true);
+    expect((await cli(['files', 'ls', created.id, '/data'], asTenant)).stdout).toContain('in.bin');
+  });
+
+  it('prints the server’s code and message on errors, and which endpoint it could not reach', async () => {
+    const missing = await cli(['sandboxes', 'get', 'sbx_01ARZ3NDEKTSV4RRFFQ69G5FAV'], asTenant);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('error: not_found: sandbox sbx_01ARZ3NDEKTSV4RRFFQ69G5FAV not found\n');
+    const offline = await cli(['sandboxes', 'list'], {
+      ...asTenant,
+      DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
+    });
+    expect(offline.code).toBe(1);
+    expect(offline.stderr).toBe('error: could not reach http://127.0.0.1:9\n');
+    expect(offline.stderr).not.toContain(asTenant.DIFFERENTLY_API_KEY ?? 'unset');
+  });
+
+  it('preflight names a bad field, names an unresolvable credential reference, and passes a good config', async () => {
+    const write = async (name: string, config: unknown) => {
+      const path = join(dir, name);
+      await writeFile(path, JSON.stringify(config));
+      return path;
+    };
+    const bad = await cli([
+      'preflight',
+      '--config',
+      await write('bad.json', { pools: [{ name: 'x', adapter: 'nope' }] }),
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('pools[0].adapter');
+    const unresolved = await cli([
+      'preflight',
+      '--config',
+      await write('cred.json', {
+        devMode: true,
+        pools: [{ name: 'p', adapter: 'fake', credentials: { env: 'NOT_SET_ANYWHERE' } }],
+      }),
+    ]);
+    expect(unresolved.code).toBe(1);
+    expect(unresolved.stderr).toContain('pool p: credentials.env NOT_SET_ANYWHERE is not set');
+    const good = await cli(
+      [
+        'preflight',
+        '--config',
+        await write('good.json', {
+          devMode: true,
+          pools: [{ name: 'p', adapter: 'fake', credentials: { env: 'PRESENT_TOKEN' } }],
+        }),
+      ],
+      { PRESENT_TOKEN: 'x' },
+    );
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain('ok (1 pools)');
+  });
+
+  it('answers --help on every command', async () => {
+    for (const command of [[], ['sandboxes'], ['exec'], ['files'], ['snapshots'], ['admin'], ['preflight']]) {
+      const run = await cli([...command, '--help']);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^(Usage|differently)/);
+    }
+  });
+});
