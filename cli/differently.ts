@@ -18,7 +18,7 @@ Commands:
   fork <id>                          fork a sandbox
   ports <id> <port>                  expose a port
   admin orgs|keys|reconcile          tenancy and operations (admin key)
-  audit verify [--org ID]            recompute audit chains (admin key)
+  audit list|verify                  the org's audit events; recompute the chains (admin key)
   preflight --config FILE            validate a config and check every credential reference
 
 Options everywhere: --endpoint URL (or DIFFERENTLY_ENDPOINT), --key KEY (or DIFFERENTLY_API_KEY),
@@ -27,6 +27,8 @@ Options everywhere: --endpoint URL (or DIFFERENTLY_ENDPOINT), --key KEY (or DIFF
   differently sandboxes create [--pool P]... [--template T] [--ttl SECONDS] [--env K=V]... [--label K=V]... [--wait]
   differently sandboxes list [--status S]
   differently sandboxes get <id>
+  differently sandboxes update <id> [--ttl SECONDS] [--label K=V]...
+  differently sandboxes stop|start|pause|resume <id>
   differently sandboxes delete <id>`,
   exec: `Usage: differently exec <id> [--cwd DIR] [--timeout SECONDS] -- <command> [args...]
 Streams stdout and stderr as produced and exits with the command's exit code.`,
@@ -37,6 +39,7 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
   snapshots: `Usage:
   differently snapshots create <sandbox-id> [--kind disk|memory]
   differently snapshots list
+  differently snapshots get <snapshot-id>
   differently snapshots delete <snapshot-id>`,
   fork: 'Usage: differently fork <id> [--wait]',
   ports: 'Usage: differently ports <id> <port>',
@@ -44,7 +47,9 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
   differently admin orgs create <name> | orgs list | orgs get <id>
   differently admin keys create <org-id> <name> [--project P] | keys list <org-id> | keys revoke <key-id>
   differently admin reconcile`,
-  audit: 'Usage: differently audit verify [--org ID]',
+  audit: `Usage:
+  differently audit list              the org's audit events (org key)
+  differently audit verify [--org ID] recompute the chains (admin key)`,
   preflight: `Usage: differently preflight --config FILE
 Validates the config and checks that every pool's credential reference resolves here
 (environment variables; Secrets Manager references are listed, not read). Names each failure.`,
@@ -158,6 +163,34 @@ async function main(argv: string[]): Promise<number> {
       print(sandbox, () => table([sandbox], [...sandboxColumns, 'expiresAt']));
       return 0;
     }
+    case 'sandboxes update': {
+      const updated = await client.updateSandbox(need(rest[0], 'id'), {
+        ...(values.ttl !== undefined && { ttlSeconds: Number(values.ttl) }),
+        ...(values.label !== undefined && { labels: pairs(values.label, 'label') }),
+      });
+      print(updated, () =>
+        [table([updated], [...sandboxColumns, 'expiresAt']), updated.providerTtl?.note]
+          .filter(Boolean)
+          .join('\n'),
+      );
+      return 0;
+    }
+    case 'sandboxes stop':
+    case 'sandboxes start':
+    case 'sandboxes pause':
+    case 'sandboxes resume': {
+      const id = need(rest[0], 'id');
+      const moved =
+        action === 'stop'
+          ? await client.stop(id)
+          : action === 'start'
+            ? await client.start(id)
+            : action === 'pause'
+              ? await client.pause(id)
+              : await client.resume(id);
+      print(moved, () => `${moved.id} ${moved.status}`);
+      return 0;
+    }
     case 'sandboxes delete': {
       const sandbox = await client.deleteSandbox(need(rest[0], 'id'));
       print(sandbox, () => `${sandbox.id} ${sandbox.status}`);
@@ -215,6 +248,11 @@ async function main(argv: string[]): Promise<number> {
       print(page, () => table(page.items, ['id', 'sandboxId', 'kind', 'pool', 'createdAt']));
       return 0;
     }
+    case 'snapshots get': {
+      const snapshot = await client.getSnapshot(need(rest[0], 'snapshot-id'));
+      print(snapshot, () => table([snapshot], ['id', 'sandboxId', 'kind', 'pool', 'sizeBytes', 'createdAt']));
+      return 0;
+    }
     case 'snapshots delete': {
       const result = await client.deleteSnapshot(need(rest[0], 'snapshot-id'));
       print(result, () => `${result.id} deleted${result.note === undefined ? '' : ` (${result.note})`}`);
@@ -268,6 +306,11 @@ async function main(argv: string[]): Promise<number> {
       print(report, () =>
         table(report.pools, ['pool', 'listed', 'orphansDeleted', 'adopted', 'requeued', 'failed', 'skipped']),
       );
+      return 0;
+    }
+    case 'audit list': {
+      const page = await client.audit({ limit: 100 });
+      print(page, () => table(page.items, ['seq', 'at', 'actor', 'action', 'target']));
       return 0;
     }
     case 'audit verify': {

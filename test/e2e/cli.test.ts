@@ -75,6 +75,32 @@ describe('the differently CLI', () => {
     expect(run).toEqual({ code: 3, stdout: 'out\n', stderr: 'err\n' });
   });
 
+  it('moves a sandbox through its lifecycle, updates it, and lists the audit events', async () => {
+    const created = sandboxSchema.parse(
+      JSON.parse((await cli(['sandboxes', 'create', '--pool', 'fake', '--wait', '--json'], asTenant)).stdout),
+    );
+    for (const [action, status] of [
+      ['pause', 'paused'],
+      ['resume', 'running'],
+      ['stop', 'stopped'],
+      ['start', 'running'],
+    ]) {
+      const run = await cli(['sandboxes', action ?? '', created.id], asTenant);
+      expect(run.stdout).toBe(`${created.id} ${status}\n`);
+    }
+    const updated = await cli(
+      ['sandboxes', 'update', created.id, '--ttl', '600', '--label', 'team=cli', '--json'],
+      asTenant,
+    );
+    expect(JSON.parse(updated.stdout)).toMatchObject({ ttlSeconds: 600, labels: { team: 'cli' } });
+    const snapshot = z
+      .object({ id: z.string() })
+      .parse(JSON.parse((await cli(['snapshots', 'create', created.id, '--json'], asTenant)).stdout));
+    expect((await cli(['snapshots', 'get', snapshot.id], asTenant)).stdout).toContain(snapshot.id);
+    const audit = await cli(['audit', 'list'], asTenant);
+    expect(audit.stdout).toContain('sandbox.paused');
+  });
+
   it('round-trips a file', async () => {
     const created = sandboxSchema.parse(
       JSON.parse(
