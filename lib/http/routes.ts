@@ -266,14 +266,20 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'GET',
       path: '/v1/audit',
-      summary: "The organization's audit events, oldest first",
+      summary: "The organization's audit events, oldest first (org-wide keys only)",
       auth: 'org',
       query: listQuerySchema,
-      responses: { 200: pageOf(auditEventSchema) },
-      handle: async ({ principal, query }) => ({
-        status: 200,
-        body: await store.listAudit(requireOrg(principal).orgId, query),
-      }),
+      responses: { 200: pageOf(auditEventSchema), 403: errorSchema },
+      handle: async ({ principal, query }) => {
+        const org = requireOrg(principal);
+        // The chain is the organization's and records every project's objects: not for project keys.
+        if (org.projectId !== null) {
+          throw errors.forbidden(
+            "the audit chain is the organization's: a project-restricted key cannot read it",
+          );
+        }
+        return { status: 200, body: await store.listAudit(org.orgId, query) };
+      },
     }),
     route({
       method: 'GET',
