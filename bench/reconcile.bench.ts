@@ -4,38 +4,21 @@
  * with pages (100 sandboxes per Query), not one request per sandbox.
  */
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../adapters/registry.ts';
-import { parseConfig } from '../lib/config.ts';
-import { createControlPlane } from '../lib/control-plane.ts';
 import { newId } from '../lib/ids.ts';
-import { silentLog } from '../lib/log.ts';
 import { reconcile } from '../lib/scheduler/reconcile.ts';
-import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem } from '../lib/store/dynamodb/items.ts';
-import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { sandboxRecord } from '../test/helpers/records.ts';
-import { countingDynamoDb } from './dynamodb.ts';
+import { benchPlane, countingDynamoDb } from './dynamodb.ts';
 import { printTable } from './stats.ts';
 
 const db = await countingDynamoDb();
-const { base, doc } = db;
+const { doc } = db;
 const rows: string[][] = [];
 try {
   for (const live of [1, 1000, 10_000]) {
     const tableName = `reconcile-bench-${live}`;
-    await ensureTable(base, tableName);
-    const store = new DynamoDbStore({ client: doc, tableName, linkInline: false });
-    const fake = new FakeAdapter();
-    const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
-    const plane = createControlPlane({
-      config,
-      store,
-      queue: { send: async () => {}, changeVisibility: async () => {} },
-      pools: await buildPools(config, { log: silentLog, adapters: { fake } }),
-      log: silentLog,
-    });
+    const { store, fake, plane } = await benchPlane(db, tableName);
     const installation = await store.installation();
     const org = await plane.tenancy.createOrg({ name: 'bench' });
     const longAgo = '2026-01-01T00:00:00.000Z';

@@ -8,45 +8,22 @@
  * 3. Chain-head contention: 100 concurrent creates in one org; transactions retried and p99 latency.
  */
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../adapters/registry.ts';
-import { parseConfig } from '../lib/config.ts';
-import { createControlPlane } from '../lib/control-plane.ts';
 import { newId } from '../lib/ids.ts';
-import { silentLog } from '../lib/log.ts';
-import type { WorkQueue } from '../lib/queue/port.ts';
 import { sandboxView } from '../lib/sandbox-records.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
 import { type Quota, quotaSchema } from '../lib/schemas/tenancy.ts';
-import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxItem, usageItem } from '../lib/store/dynamodb/items.ts';
-import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { orgPrincipal, sandboxRecord } from '../test/helpers/records.ts';
-import { countingDynamoDb } from './dynamodb.ts';
+import { benchPlane, countingDynamoDb } from './dynamodb.ts';
 import { percentile, printTable } from './stats.ts';
-
-const quietQueue: WorkQueue = { send: async () => {}, changeVisibility: async () => {} };
 
 async function main() {
   const db = await countingDynamoDb();
-  const { base, doc } = db;
+  const { doc } = db;
   const tableName = `bench-${Date.now()}`;
-  await ensureTable(base, tableName);
-  // Links run when the chain is read or linkAudit is called, so the lifecycle count below shows the
-  // API's and workers' own requests, and the linking cost is counted on its own.
-  const store = new DynamoDbStore({ client: doc, tableName, linkInline: false });
-  const fake = new FakeAdapter();
-  const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
-  const plane = createControlPlane({
-    config,
-    store,
-    queue: quietQueue,
-    pools: await buildPools(config, { log: silentLog, adapters: { fake } }),
-    log: silentLog,
-    adminKey: 'bench-admin',
-  });
+  const { store, plane } = await benchPlane(db, tableName);
 
   try {
     // 1. Admission + activation with 10 and 5,000 live sandboxes in the org.
