@@ -1,17 +1,19 @@
 import type { z } from 'zod';
 import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/contract.ts';
-import { type Config, formatIssues, type PoolConfig } from '../lib/config.ts';
+import { type Config, formatIssues, poolConfigSchema } from '../lib/config.ts';
 import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
 import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';
-import { type Pool, PoolRegistry } from '../lib/pools.ts';
+import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib/pools.ts';
+import type { Store } from '../lib/store/port.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
 
-/** Builds a pool's adapter from its config and, when the pool references one, its resolved credential. */
-type AdapterFactory = (pool: PoolConfig, credential: string | undefined) => ExecutionAdapter;
+/** Builds a pool's adapter from its settings and, when the pool references one, its resolved credential. */
+type AdapterFactory = (pool: PoolSpec, credential: string | undefined) => ExecutionAdapter;
 
-function configOf<S extends z.ZodType>(pool: PoolConfig, schema: S): z.infer<S> {
+/** A pool's adapter-specific `config`, checked against the adapter's own schema; a bad field is a 400 naming it. */
+export function configOf<S extends z.ZodType>(pool: PoolSpec, schema: S): z.infer<S> {
   const parsed = schema.safeParse(pool.config);
   if (!parsed.success) {
     throw errors.invalidRequest(
@@ -36,51 +38,112 @@ export interface BuildPoolsOptions {
   resolveCredential?: CredentialResolver;
   /** Pre-built adapters by pool name, for tests and the local runtime's injected fakes. */
   adapters?: Record<string, ExecutionAdapter>;
+  /** Where pools added through the admin API live; without it only the config file's pools exist. */
+  store?: Store;
+  /** Capabilities probe timeout while building. */
+  probeTimeoutMs?: number;
 }
 
 /**
- * Builds every configured pool's adapter and reads its declared features once. A pool whose
- * capabilities cannot be read starts with the features its config declares and is marked unhealthy.
+ * Builds one pool: resolves its credential, constructs its adapter and reads its capabilities once.
+ * Bad settings and credential references that do not resolve throw invalid_request (the admin API's 400);
+ * a backend that does not answer is not an error here: the pool starts with its declared features.
+ */
+export async function buildPool(
+  spec: PoolSpec,
+  options: BuildPoolsOptions,
+): Promise<Pool & { reachable: boolean }> {
+  const injected = options.adapters?.[spec.name];
+  const factory = adapterFactories[spec.adapter];
+  if (injected === undefined && factory === undefined) {
+    throw errors.invalidRequest(`pool ${spec.name}: this build has no adapter of kind ${spec.adapter}`, {
+      pool: spec.name,
+      adapter: spec.adapter,
+    });
+  }
+  let credential: string | undefined;
+  if (spec.credentials !== undefined && injected === undefined) {
+    credential = await (options.resolveCredential ?? credentialResolver())(spec.credentials, spec.name);
+  }
+  const adapter = injected ?? factory?.(spec, credential);
+  if (adapter === undefined) throw errors.internal(`pool ${spec.name}: no adapter`);
+  try {
+    const capabilities = await adapter.capabilities({
+      signal: AbortSignal.timeout(options.probeTimeoutMs ?? 5000),
+    });
+    const features = effectiveFeatures(adapter, spec.features ?? capabilities.features);
+    return {
+      config: { ...spec, features },
+      adapter,
+      capabilities: { ...capabilities, features },
+      source: 'config',
+      reachable: true,
+    };
+  } catch (error) {
+    options.log.warn('pool capabilities could not be read', { pool: spec.name, error: describeError(error) });
+    return {
+      config: { ...spec, features: effectiveFeatures(adapter, spec.features ?? []) },
+      adapter,
+      capabilities: null,
+      source: 'config',
+      reachable: false,
+    };
+  }
+}
+
+/** The builder a registry uses for pools added at runtime: the same strict checks as the config file's. */
+export function poolBuilder(config: Config, options: BuildPoolsOptions): PoolBuilder {
+  return async (spec) => {
+    const parsed = poolConfigSchema.safeParse(spec);
+    if (!parsed.success) {
+      throw errors.invalidRequest(`pool ${spec.name}: ${formatIssues(parsed.error.issues)}`, {
+        pool: spec.name,
+      });
+    }
+    if (!config.devMode && (spec.adapter === 'devhost' || spec.adapter === 'fake')) {
+      throw errors.invalidRequest(
+        `pool ${spec.name}: the ${spec.adapter} adapter runs without isolation and is allowed only in dev mode`,
+        { pool: spec.name, field: 'adapter' },
+      );
+    }
+    const { reachable: _reachable, ...pool } = await buildPool(spec, options);
+    return { ...pool, source: 'api' };
+  };
+}
+
+/**
+ * Builds every configured pool. A pool whose credential does not resolve starts without an adapter (and
+ * so unhealthy, with the reason); one whose capabilities cannot be read starts with its declared features
+ * and is marked unhealthy until the next probe.
  */
 export async function buildPools(config: Config, options: BuildPoolsOptions): Promise<PoolRegistry> {
   const pools: Pool[] = [];
   const unreachable: string[] = [];
-  for (const poolConfig of config.pools) {
-    const factory = adapterFactories[poolConfig.adapter];
-    let credential: string | undefined;
-    if (poolConfig.credentials !== undefined && options.adapters?.[poolConfig.name] === undefined) {
-      try {
-        credential = await (options.resolveCredential ?? credentialResolver())(
-          poolConfig.credentials,
-          poolConfig.name,
-        );
-      } catch (error) {
-        // Named, never echoed: the message says which reference failed, not any value.
-        options.log.error('pool credentials could not be resolved; the pool has no adapter', {
-          pool: poolConfig.name,
-          error: describeError(error),
-        });
-        pools.push({ config: { ...poolConfig, features: poolConfig.features ?? [] }, adapter: undefined });
-        continue;
-      }
+  for (const spec of config.pools) {
+    try {
+      const { reachable, ...pool } = await buildPool(spec, options);
+      if (!reachable) unreachable.push(spec.name);
+      pools.push(pool);
+    } catch (error) {
+      // Named, never echoed: the message says which reference failed, not any value.
+      options.log.error('pool could not be built; it has no adapter', {
+        pool: spec.name,
+        error: describeError(error),
+      });
+      pools.push({
+        config: { ...spec, features: spec.features ?? [] },
+        adapter: undefined,
+        problem: (error as Error).message,
+        capabilities: null,
+        source: 'config',
+      });
     }
-    const adapter = options.adapters?.[poolConfig.name] ?? factory?.(poolConfig, credential);
-    let features = poolConfig.features ?? [];
-    if (adapter !== undefined) {
-      try {
-        const capabilities = await adapter.capabilities({ signal: AbortSignal.timeout(5000) });
-        features = effectiveFeatures(adapter, poolConfig.features ?? capabilities.features);
-      } catch (error) {
-        options.log.warn('pool capabilities could not be read', {
-          pool: poolConfig.name,
-          error: describeError(error),
-        });
-        unreachable.push(poolConfig.name);
-      }
-    }
-    pools.push({ config: { ...poolConfig, features }, adapter });
   }
-  const registry = new PoolRegistry(pools);
+  const registry = new PoolRegistry(pools, {
+    ...(options.store !== undefined && { store: options.store }),
+    build: poolBuilder(config, options),
+    policy: config.policy,
+  });
   for (const name of unreachable) registry.markUnhealthy(name, 30_000);
   return registry;
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { features, isKnownFeature } from './adapter/contract.ts';
 import { errors } from './errors.ts';
+import { requestedResourcesSchema } from './schemas/sandboxes.ts';
 
 /** Adapter kinds this build knows. A pool naming any other kind is refused at validation. */
 export const knownAdapterKinds = ['devhost', 'fake'] as const;
@@ -29,6 +31,41 @@ export const poolConfigSchema = z.strictObject({
 });
 export type PoolConfig = z.infer<typeof poolConfigSchema>;
 
+/** The global placement policy: external pools receive work only when allowed and named here. */
+export const placementPolicySchema = z.strictObject({
+  allowExternal: z.boolean().default(false),
+  externalPools: z.array(z.string().min(1).max(63)).max(64).default([]),
+});
+export type PlacementPolicy = z.infer<typeof placementPolicySchema>;
+
+const featureNameSchema = z
+  .string()
+  .refine(isKnownFeature, 'not a known feature name')
+  .refine((name) => name !== features.isolationNone, 'isolation.none cannot be requested');
+
+/** A named bundle a create request can ask for with `profile`: capabilities, default resources, a classification. */
+export const profileSchema = z.strictObject({
+  description: z.string().max(1024).optional(),
+  capabilities: z.array(featureNameSchema).default([]),
+  /** Defaults for the request's resources; what the request sets itself wins. */
+  resources: requestedResourcesSchema.optional(),
+  classification: z.string().min(1).max(63).optional(),
+});
+export type Profile = z.infer<typeof profileSchema>;
+
+/** A data classification: whether work so classified may ever leave private pools. */
+export const classificationSchema = z.strictObject({
+  description: z.string().max(1024).optional(),
+  allowExternal: z.boolean(),
+});
+
+export const defaultClassifications = {
+  public: { allowExternal: true, description: 'May run on external pools when the global policy allows it' },
+  confidential: { allowExternal: false, description: 'Private pools only, whatever the global policy says' },
+};
+
+const nameKey = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'names are lower-case letters, digits and -');
+
 export const templateSchema = z.strictObject({
   name: z.string().min(1).max(128),
   description: z.string().max(1024).optional(),
@@ -41,6 +78,10 @@ export const configSchema = z
     devMode: z.boolean().default(false),
     pools: z.array(poolConfigSchema).default([]),
     templates: z.array(templateSchema).default([]),
+    profiles: z.record(nameKey, profileSchema).default({}),
+    classifications: z.record(nameKey, classificationSchema).default(defaultClassifications),
+    /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
+    policy: placementPolicySchema.default({ allowExternal: false, externalPools: [] }),
     scheduler: z
       .strictObject({
         maxAttempts: z.int().min(1).max(20).default(3),
@@ -75,6 +116,15 @@ export const configSchema = z
       .default({ syncExecMaxSeconds: 25, execOutputMaxBytes: 1024 * 1024 }),
   })
   .superRefine((config, ctx) => {
+    for (const [name, profile] of Object.entries(config.profiles)) {
+      if (profile.classification !== undefined && !(profile.classification in config.classifications)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['profiles', name, 'classification'],
+          message: `no classification named ${profile.classification}`,
+        });
+      }
+    }
     const seen = new Set<string>();
     config.pools.forEach((pool, index) => {
       if (seen.has(pool.name)) {

@@ -115,4 +115,7 @@ export const errors = {
     new ApiError('sandbox_failed', message, details),
   quotaExceeded: (message: string, details?: ErrorDetails) =>
     new ApiError('quota_exceeded', message, details),
+  unsupportedCapability: (message: string, details?: ErrorDetails) =>
+    new ApiError('unsupported_capability', message, details),
+  internal: (message: string) => new ApiError('internal', message),
 };

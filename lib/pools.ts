@@ -1,45 +1,167 @@
-import type { ExecutionAdapter } from './adapter/contract.ts';
-import type { PoolConfig } from './config.ts';
+import type { Capabilities, ExecutionAdapter } from './adapter/contract.ts';
+import type { PlacementPolicy, PoolConfig } from './config.ts';
 import { errors } from './errors.ts';
+import type { Store } from './store/port.ts';
+import type { PoolRecord, PoolView } from './store/records.ts';
+
+/** A pool's settings; the adapter kind is any string so a pool stored by another build still loads. */
+export type PoolSpec = Omit<PoolConfig, 'adapter'> & { adapter: string };
 
 export interface Pool {
-  config: PoolConfig;
-  /** Absent when this build has no adapter for the pool's kind (the seeds' E0.22 case). */
+  /** The settings, with `features` replaced by the effective list. */
+  config: PoolSpec;
+  /** Absent when this build has no adapter for the pool's kind (the seeds' E0.22 case) or it failed to build. */
   adapter: ExecutionAdapter | undefined;
+  /** Why there is no adapter. */
+  problem?: string;
+  /** Declared limits and templates as last read; null when never read. */
+  capabilities: Capabilities | null;
+  /** Where the pool is defined: the config file, or the admin API (then `updatedAt` identifies the version). */
+  source: 'config' | 'api';
+  updatedAt?: string;
 }
 
+/** Builds a pool from its spec: the adapter, its capabilities and effective features. Throws invalid_request. */
+export type PoolBuilder = (spec: PoolSpec) => Promise<Pool>;
+
+export interface PoolRegistryOptions {
+  /** Where runtime pools, refreshed views and the stored policy live. */
+  store?: Store;
+  /** Builds runtime pools as they appear in the store. */
+  build?: PoolBuilder;
+  /** The policy from the config file, used until one is stored. */
+  policy?: PlacementPolicy;
+  /** How stale the runtime view may get before a call syncs again. */
+  syncIntervalMs?: number;
+  now?: () => number;
+}
+
+const defaultPolicy: PlacementPolicy = { allowExternal: false, externalPools: [] };
+
 /**
- * The pools a control plane instance knows, in the operator's order. Health here is the fast path an
- * adapter error takes (a provider_unavailable marks the pool unhealthy at once); pool-refresh owns the
- * stored view.
+ * The pools a control plane instance knows: the config file's, in the operator's order, then those added
+ * through the admin API. Each Lambda container holds one registry and syncs it from the store at most
+ * every few seconds, so a pool added through the API reaches every function without a deploy.
+ *
+ * Health has two sources: pool-refresh's stored view (probes, every pool) and the fast path an adapter
+ * error takes here (a provider_unavailable marks the pool unhealthy at once, in this container).
  */
 export class PoolRegistry {
-  readonly #pools = new Map<string, Pool>();
+  readonly #configured: Pool[];
+  readonly #runtime = new Map<string, Pool>();
+  readonly #views = new Map<string, PoolView>();
   readonly #unhealthyUntil = new Map<string, number>();
+  readonly #options: PoolRegistryOptions;
+  #policy: PlacementPolicy;
+  #syncedAt = Number.NEGATIVE_INFINITY;
+  #syncing: Promise<void> | undefined;
 
-  constructor(pools: Pool[]) {
-    for (const pool of pools) this.#pools.set(pool.config.name, pool);
+  constructor(pools: Pool[], options: PoolRegistryOptions = {}) {
+    this.#configured = pools;
+    this.#options = options;
+    this.#policy = options.policy ?? defaultPolicy;
+  }
+
+  #now(): number {
+    return this.#options.now?.() ?? Date.now();
+  }
+
+  /** Loads runtime pools, views and the policy from the store, unless that was done moments ago. */
+  async sync(force = false): Promise<void> {
+    const store = this.#options.store;
+    if (store === undefined) return;
+    if (!force && this.#now() - this.#syncedAt < (this.#options.syncIntervalMs ?? 5000)) return;
+    this.#syncing ??= this.#load(store).finally(() => {
+      this.#syncing = undefined;
+    });
+    await this.#syncing;
+  }
+
+  async #load(store: Store): Promise<void> {
+    const [records, views, policy] = await Promise.all([
+      store.listPools(),
+      store.listPoolViews(),
+      store.getPolicy(),
+    ]);
+    const seen = new Set<string>();
+    for (const record of records) {
+      seen.add(record.name);
+      if (this.#configured.some((pool) => pool.config.name === record.name)) continue;
+      const known = this.#runtime.get(record.name);
+      if (known?.updatedAt === record.updatedAt) continue;
+      this.#runtime.set(record.name, await this.#buildStored(record));
+    }
+    for (const name of this.#runtime.keys()) if (!seen.has(name)) this.#runtime.delete(name);
+    this.#views.clear();
+    for (const view of views) this.#views.set(view.pool, view);
+    this.#policy = policy ?? this.#options.policy ?? defaultPolicy;
+    this.#syncedAt = this.#now();
+  }
+
+  async #buildStored(record: PoolRecord): Promise<Pool> {
+    const { createdAt: _createdAt, updatedAt, ...spec } = record;
+    const build = this.#options.build;
+    if (build === undefined) {
+      return {
+        config: spec,
+        adapter: undefined,
+        problem: 'no pool builder',
+        capabilities: null,
+        source: 'api',
+        updatedAt,
+      };
+    }
+    try {
+      return { ...(await build(spec)), source: 'api', updatedAt };
+    } catch (error) {
+      // A stored pool that no longer builds (a kind this build lacks, a credential gone) stays listed,
+      // unhealthy, with the reason: its sandboxes must stay visible.
+      return {
+        config: { ...spec, features: spec.features ?? [] },
+        adapter: undefined,
+        problem: (error as Error).message,
+        capabilities: null,
+        source: 'api',
+        updatedAt,
+      };
+    }
+  }
+
+  /** Builds a spec without registering it: the admin API's validation (bad config, unresolved credentials). */
+  async validate(spec: PoolSpec): Promise<Pool> {
+    const build = this.#options.build;
+    if (build === undefined) throw errors.invalidRequest('this control plane cannot add pools at runtime');
+    return build(spec);
   }
 
   list(): Pool[] {
-    return [...this.#pools.values()];
+    return [...this.#configured, ...this.#runtime.values()];
   }
 
   get(name: string): Pool | undefined {
-    return this.#pools.get(name);
+    return this.#configured.find((pool) => pool.config.name === name) ?? this.#runtime.get(name);
+  }
+
+  isConfigured(name: string): boolean {
+    return this.#configured.some((pool) => pool.config.name === name);
+  }
+
+  policy(): PlacementPolicy {
+    return this.#policy;
+  }
+
+  view(name: string): PoolView | undefined {
+    return this.#views.get(name);
   }
 
   /** The adapter of a pool, or the reason there is none, as an ApiError. */
   adapterOf(name: string): ExecutionAdapter {
-    const pool = this.#pools.get(name);
+    const pool = this.get(name);
     if (pool === undefined) throw errors.providerUnavailable(`pool ${name} no longer exists`, { pool: name });
     if (pool.adapter === undefined) {
       throw errors.providerUnavailable(
-        `pool ${name} has no adapter in this build (kind ${pool.config.adapter})`,
-        {
-          pool: name,
-          adapter: pool.config.adapter,
-        },
+        `pool ${name} has no adapter in this build (kind ${pool.config.adapter}${pool.problem ? `: ${pool.problem}` : ''})`,
+        { pool: name, adapter: pool.config.adapter },
       );
     }
     return pool.adapter;
@@ -49,7 +171,25 @@ export class PoolRegistry {
     this.#unhealthyUntil.set(name, now + forMs);
   }
 
+  /** Healthy unless it has no adapter, its last probe failed, or an adapter error marked it recently. */
+  health(name: string, now = Date.now()): { healthy: boolean; reason: string | null } {
+    const pool = this.get(name);
+    if (pool === undefined) return { healthy: false, reason: 'no such pool' };
+    if (pool.adapter === undefined) {
+      return {
+        healthy: false,
+        reason: `no adapter for kind ${pool.config.adapter} in this build${pool.problem ? ` (${pool.problem})` : ''}`,
+      };
+    }
+    if ((this.#unhealthyUntil.get(name) ?? 0) > now) {
+      return { healthy: false, reason: 'the backend was unavailable moments ago' };
+    }
+    const view = this.#views.get(name);
+    if (view !== undefined && !view.healthy) return { healthy: false, reason: view.reason ?? 'probe failed' };
+    return { healthy: true, reason: null };
+  }
+
   isHealthy(name: string, now = Date.now()): boolean {
-    return (this.#unhealthyUntil.get(name) ?? 0) <= now;
+    return this.health(name, now).healthy;
   }
 }

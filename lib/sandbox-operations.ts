@@ -262,6 +262,7 @@ export class SandboxOperations {
         env: parent.env,
         labels: parent.labels,
         capabilities: parent.capabilities,
+        ...(parent.classification !== null && { classification: parent.classification }),
         ttlSeconds: parent.ttlSeconds,
         fromSnapshot: snapshot.id,
         ...(parent.projectId !== null && { projectId: parent.projectId }),

@@ -2,20 +2,21 @@ import { createHash } from 'node:crypto';
 import { isKnownFeature, isTtlExtender } from './adapter/contract.ts';
 import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
-import type { Config } from './config.ts';
+import type { Config, Profile } from './config.ts';
 import { errors } from './errors.ts';
 import { prepareExecStream } from './exec-stream.ts';
 import { newId } from './ids.ts';
 import { describeError, type Log } from './log.ts';
+import { type PlacementRequest, place } from './policy/placement.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { WorkQueue } from './queue/port.ts';
 import { neverFits } from './quota.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
 import { isTerminal } from './sandbox-state.ts';
+import { poolStatesNow } from './scheduler/placement.ts';
 import { wakeWaiters } from './scheduler/wake.ts';
 import {
   type CreateSandboxRequest,
-  defaultResources,
   defaultTtlSeconds,
   type ExecRequest,
   type ExecResult,
@@ -82,7 +83,17 @@ export class SandboxService {
       }
       allowedPools = [snapshot.pool];
     }
-    this.#validateCapabilities(request.capabilities ?? []);
+    const profile = this.#profile(request.profile);
+    const capabilities = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
+    this.#validateCapabilities(capabilities);
+    const classification = request.classification ?? profile?.classification ?? null;
+    if (classification !== null && !(classification in this.#deps.config.classifications)) {
+      throw errors.invalidRequest(
+        `unknown classification ${classification} (known: ${Object.keys(this.#deps.config.classifications).join(', ')})`,
+        { field: 'classification' },
+      );
+    }
+    await this.#deps.pools.sync();
     for (const name of request.placement?.allowedPools ?? []) {
       if (this.#deps.pools.get(name) === undefined) {
         throw errors.invalidRequest(`placement.allowedPools names an unknown pool: ${name}`, {
@@ -91,10 +102,13 @@ export class SandboxService {
         });
       }
     }
-    const resources = resourcesSchema.parse(request.resources ?? defaultResources);
+    const resources = resourcesSchema.parse({ ...profile?.resources, ...request.resources });
     const never = neverFits(resources, (await this.#org(principal.orgId)).quota);
     if (never !== undefined)
       throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
+    const template = request.template ?? null;
+    const regions = request.placement?.regions ?? null;
+    this.#admit({ capabilities, template, resources, allowedPools, regions, classification });
     const nowDate = this.#now();
     const now = nowDate.toISOString();
     const record: SandboxRecord = {
@@ -106,19 +120,20 @@ export class SandboxService {
       version: 1,
       pool: null,
       backendRef: null,
-      template: request.template ?? null,
+      template,
       resources,
       labels: {
         ...request.labels,
         ...(internal.forkedFrom !== undefined && { 'differently.dev/forked-from': internal.forkedFrom }),
       },
-      capabilities: request.capabilities ?? [],
+      capabilities,
       env: request.env ?? {},
       ttlSeconds: request.ttlSeconds ?? defaultTtlSeconds,
       queueTimeoutSeconds: request.queueTimeoutSeconds ?? null,
       allowedPools,
-      regions: request.placement?.regions ?? null,
+      regions,
       fromSnapshot: request.fromSnapshot ?? null,
+      classification,
       attempts: 0,
       placement: { pool: null, rejected: [], decidedAt: null },
       createdAt: now,
@@ -283,6 +298,41 @@ export class SandboxService {
     if (org === undefined) throw errors.notFound('org', orgId);
     this.#orgs.set(orgId, { org, until: Date.now() + orgCacheMs });
     return org;
+  }
+
+  #profile(name: string | undefined): Profile | undefined {
+    if (name === undefined) return undefined;
+    const profile = this.#deps.config.profiles[name];
+    if (profile === undefined) {
+      throw errors.invalidRequest(
+        `unknown profile ${name} (known: ${Object.keys(this.#deps.config.profiles).join(', ') || 'none'})`,
+        { field: 'profile' },
+      );
+    }
+    return profile;
+  }
+
+  /**
+   * Refuses at once what no permitted pool can ever run (capabilities, templates, limits, policy), so
+   * the caller gets a 422 with each pool's reason instead of a sandbox that waits until it times out.
+   * Health and room are left to the scheduler: they change.
+   */
+  #admit(request: PlacementRequest): void {
+    const states = poolStatesNow(this.#deps.pools);
+    const { verdict, rejected } = place(
+      request,
+      states,
+      {
+        policy: this.#deps.pools.policy(),
+        classifications: this.#deps.config.classifications,
+      },
+      { staticOnly: true },
+    );
+    if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
+      throw errors.unsupportedCapability(verdict.message, {
+        rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),
+      });
+    }
   }
 
   #projectFor(principal: OrgPrincipal, requested: string | undefined): string | null {

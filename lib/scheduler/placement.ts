@@ -1,38 +1,89 @@
-import { effectiveFeatures } from '../adapter/contract.ts';
+import type { Config } from '../config.ts';
+import { type Placement, type PlacementRequest, type PoolState, place } from '../policy/placement.ts';
 import type { Pool, PoolRegistry } from '../pools.ts';
+import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
-export interface RankedPools {
-  candidates: Pool[];
-  rejected: { pool: string; reason: string }[];
+export function placementRequestOf(
+  record: Pick<
+    SandboxRecord,
+    'capabilities' | 'template' | 'resources' | 'allowedPools' | 'regions' | 'classification'
+  >,
+): PlacementRequest {
+  return {
+    capabilities: record.capabilities,
+    template: record.template,
+    resources: record.resources,
+    allowedPools: record.allowedPools,
+    regions: record.regions,
+    classification: record.classification,
+  };
 }
 
 /**
- * The foundation's placement: pools the request allows, that have an adapter, advertise every
- * requested capability and are healthy, in the operator's order. The policy issue replaces the
- * ranking (trust, region, cost, room); the shape of the decision stays.
+ * Each pool as placement sees it: effective features, declared limits (the refreshed view's when there
+ * is one), health and capacity from pool-refresh and this container's own observations.
  */
-export function rankPools(record: SandboxRecord, pools: PoolRegistry, now = Date.now()): RankedPools {
-  const candidates: Pool[] = [];
-  const rejected: { pool: string; reason: string }[] = [];
-  for (const pool of pools.list()) {
-    const name = pool.config.name;
-    if (record.allowedPools !== null && !record.allowedPools.includes(name)) continue;
-    if (pool.adapter === undefined) {
-      rejected.push({ pool: name, reason: `no adapter for kind ${pool.config.adapter} in this build` });
-      continue;
-    }
-    const offered = effectiveFeatures(pool.adapter, pool.config.features ?? []);
-    const missing = record.capabilities.filter((feature) => !offered.includes(feature));
-    if (missing.length > 0) {
-      rejected.push({ pool: name, reason: `missing capabilities: ${missing.join(', ')}` });
-      continue;
-    }
-    if (!pools.isHealthy(name, now)) {
-      rejected.push({ pool: name, reason: 'unhealthy' });
-      continue;
-    }
-    candidates.push(pool);
-  }
-  return { candidates, rejected };
+function stateOf(pools: PoolRegistry, pool: Pool, now: number, active: number | null): PoolState {
+  const name = pool.config.name;
+  const view = pools.view(name);
+  const health = pools.health(name, now);
+  const capabilities = view?.capabilities ?? pool.capabilities;
+  return {
+    config: pool.config,
+    features: capabilities?.features ?? pool.config.features ?? [],
+    capabilities,
+    healthy: health.healthy,
+    unhealthyReason: health.reason,
+    capacity: view?.capacity ?? null,
+    active,
+  };
+}
+
+/** Every pool's state without store reads (active counts unknown): admission's static check. */
+export function poolStatesNow(pools: PoolRegistry, now = Date.now()): PoolState[] {
+  return pools.list().map((pool) => stateOf(pools, pool, now, null));
+}
+
+/** Every pool's state, with the active count read for pools bounded by maxConcurrency. */
+export async function poolStates(
+  pools: PoolRegistry,
+  store: Store,
+  now = Date.now(),
+): Promise<{ pool: Pool; state: PoolState }[]> {
+  return Promise.all(
+    pools.list().map(async (pool) => {
+      const active = pool.config.maxConcurrency > 0 ? await store.getPoolUsage(pool.config.name) : null;
+      return { pool, state: stateOf(pools, pool, now, active) };
+    }),
+  );
+}
+
+export interface RankedPools {
+  candidates: Pool[];
+  placement: Placement;
+}
+
+/** The scheduler's placement of one sandbox: the permitted, eligible pools in the order to try them. */
+export async function rankPools(
+  record: SandboxRecord,
+  deps: { pools: PoolRegistry; store: Store; config: Config },
+  now = Date.now(),
+): Promise<RankedPools> {
+  await deps.pools.sync();
+  const states = await poolStates(deps.pools, deps.store, now);
+  const placement = place(
+    placementRequestOf(record),
+    states.map((s) => s.state),
+    {
+      policy: deps.pools.policy(),
+      classifications: deps.config.classifications,
+    },
+  );
+  const byName = new Map(states.map((s) => [s.pool.config.name, s.pool]));
+  const candidates = placement.ranked.flatMap((state) => {
+    const pool = byName.get(state.config.name);
+    return pool === undefined ? [] : [pool];
+  });
+  return { candidates, placement };
 }

@@ -74,7 +74,7 @@ async function provisionOnce(
     return done;
   }
 
-  const ranked = rankPools(record, deps.pools, now().getTime());
+  const ranked = await rankPools(record, deps, now().getTime());
   // A sandbox already provisioning on a pool keeps that pool first: its Create may have succeeded.
   const candidates =
     record.status === 'provisioning' && record.pool !== null
@@ -82,19 +82,24 @@ async function provisionOnce(
           (a, b) => Number(b.config.name === record.pool) - Number(a.config.name === record.pool),
         )
       : ranked.candidates;
-  const rejected = [...ranked.rejected];
-  if (candidates.length === 0) {
-    if (rejected.length > 0 && rejected.every((r) => r.reason.startsWith('missing capabilities'))) {
-      await transitionSandbox(
-        deps.store,
-        record,
-        'failed',
-        { statusMessage: `no permitted pool offers the requested capabilities (${describe(rejected)})` },
-        { now: now(), actor: system },
-      );
-      return done;
-    }
-    await wait(deps, record, `waiting for a pool: ${describe(rejected) || 'no pool is permitted'}`);
+  const rejected = ranked.placement.rejected.map(({ pool, reason }) => ({ pool, reason }));
+  const verdict = ranked.placement.verdict;
+  if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
+    // Pools or the policy changed since admission so that this sandbox can never run: say why, once.
+    await transitionSandbox(
+      deps.store,
+      record,
+      'failed',
+      {
+        statusMessage: verdict.message,
+        placement: { pool: null, rejected, decidedAt: now().toISOString() },
+      },
+      { now: now(), actor: system },
+    );
+    return done;
+  }
+  if (verdict.kind === 'wait') {
+    await wait(deps, record, `waiting for a pool: ${verdict.message}`);
     return retryAfter(waitSeconds(receiveCount));
   }
 

@@ -2,18 +2,28 @@ import { z } from 'zod';
 import { sandboxStatuses } from '../sandbox-state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 
-export const resourcesSchema = z.strictObject({
-  cpu: z.number().positive().max(256).default(1),
+const resourceFields = {
+  cpu: z.number().positive().max(256),
   memoryMiB: z
     .int()
     .min(128)
-    .max(1024 * 1024)
-    .default(1024),
+    .max(1024 * 1024),
   diskGiB: z
     .int()
     .min(1)
-    .max(16 * 1024)
-    .default(10),
+    .max(16 * 1024),
+};
+
+export const resourcesSchema = z.strictObject({
+  cpu: resourceFields.cpu.default(1),
+  memoryMiB: resourceFields.memoryMiB.default(1024),
+  diskGiB: resourceFields.diskGiB.default(10),
+});
+/** Resources as a request states them: what it leaves out comes from its profile, then the defaults. */
+export const requestedResourcesSchema = z.strictObject({
+  cpu: resourceFields.cpu.optional(),
+  memoryMiB: resourceFields.memoryMiB.optional(),
+  diskGiB: resourceFields.diskGiB.optional(),
 });
 export type Resources = z.infer<typeof resourcesSchema>;
 
@@ -29,7 +39,7 @@ export const placementRequestSchema = z.strictObject({
 
 export const createSandboxSchema = z.strictObject({
   template: z.string().min(1).max(512).optional(),
-  resources: resourcesSchema.optional(),
+  resources: requestedResourcesSchema.optional(),
   env: envSchema.optional(),
   labels: labelsSchema.optional(),
   capabilities: z.array(z.string().min(1).max(64)).max(32).optional(),

@@ -3,12 +3,14 @@ import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quota.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
+import type { Quota } from '../schemas/tenancy.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
+  installationChain,
   type Page,
   type PageRequest,
   type SandboxFilter,
@@ -16,7 +18,16 @@ import {
   type Store,
   type UpdateSandboxOptions,
 } from './port.ts';
-import type { KeyRecord, OrgRecord, SandboxRecord, SnapshotRecord } from './records.ts';
+import type {
+  KeyRecord,
+  OrgRecord,
+  PlacementPolicy,
+  PoolRecord,
+  PoolView,
+  ProjectRecord,
+  SandboxRecord,
+  SnapshotRecord,
+} from './records.ts';
 
 interface IdempotencyRecord {
   requestHash: string;
@@ -42,6 +53,10 @@ export class MemoryStore implements Store {
   readonly #idempotency = new Map<string, IdempotencyRecord>();
   readonly #leases = new Map<string, { owner: string; until: string }>();
   readonly #snapshots = new Map<string, SnapshotRecord>();
+  readonly #projects = new Map<string, ProjectRecord>();
+  readonly #pools = new Map<string, PoolRecord>();
+  readonly #poolViews = new Map<string, PoolView>();
+  #policy: PlacementPolicy | undefined;
   readonly #now: () => Date;
 
   readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
@@ -97,6 +112,74 @@ export class MemoryStore implements Store {
     this.#keys.set(id, revoked);
     this.#append(key.orgId, audit);
     return structuredClone(revoked);
+  }
+
+  async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
+    const org = this.#orgs.get(orgId);
+    if (org === undefined) throw errors.notFound('org', orgId);
+    const updated = { ...org, quota: structuredClone(quota) };
+    this.#orgs.set(orgId, updated);
+    this.#append(orgId, audit);
+    return structuredClone(updated);
+  }
+
+  async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {
+    if (!this.#orgs.has(project.orgId)) throw errors.notFound('org', project.orgId);
+    if (this.#projects.has(project.id)) throw errors.conflict(`project ${project.id} already exists`);
+    this.#projects.set(project.id, structuredClone(project));
+    this.#append(project.orgId, audit);
+  }
+
+  async getProject(orgId: string, id: string): Promise<ProjectRecord | undefined> {
+    const project = this.#projects.get(id);
+    return project?.orgId === orgId ? structuredClone(project) : undefined;
+  }
+
+  async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>> {
+    return paginate(
+      [...this.#projects.values()].filter((project) => project.orgId === orgId),
+      page,
+    );
+  }
+
+  async putPool(pool: PoolRecord, mode: 'create' | 'replace', audit: AuditInput): Promise<void> {
+    const exists = this.#pools.has(pool.name);
+    if (mode === 'create' && exists)
+      throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
+    if (mode === 'replace' && !exists) throw errors.notFound('pool', pool.name);
+    this.#pools.set(pool.name, structuredClone(pool));
+    this.#append(installationChain, audit);
+  }
+
+  async getPool(name: string): Promise<PoolRecord | undefined> {
+    return copy(this.#pools.get(name));
+  }
+
+  async listPools(): Promise<PoolRecord[]> {
+    return [...this.#pools.values()].map((pool) => structuredClone(pool));
+  }
+
+  async deletePool(name: string, audit: AuditInput): Promise<void> {
+    if (!this.#pools.delete(name)) throw errors.notFound('pool', name);
+    this.#poolViews.delete(name);
+    this.#append(installationChain, audit);
+  }
+
+  async putPoolView(view: PoolView): Promise<void> {
+    this.#poolViews.set(view.pool, structuredClone(view));
+  }
+
+  async listPoolViews(): Promise<PoolView[]> {
+    return [...this.#poolViews.values()].map((view) => structuredClone(view));
+  }
+
+  async getPolicy(): Promise<PlacementPolicy | undefined> {
+    return copy(this.#policy);
+  }
+
+  async putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void> {
+    this.#policy = structuredClone(policy);
+    this.#append(installationChain, audit);
   }
 
   async getUsage(orgId: string): Promise<Usage> {

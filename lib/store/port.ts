@@ -1,7 +1,20 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit.ts';
 import type { Usage } from '../quota.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
-import type { KeyRecord, OrgRecord, SandboxRecord, SnapshotRecord } from './records.ts';
+import type { Quota } from '../schemas/tenancy.ts';
+import type {
+  KeyRecord,
+  OrgRecord,
+  PlacementPolicy,
+  PoolRecord,
+  PoolView,
+  ProjectRecord,
+  SandboxRecord,
+  SnapshotRecord,
+} from './records.ts';
+
+/** The audit chain that records installation-wide changes (pools, policy), verified like an org's. */
+export const installationChain = 'installation';
 
 export interface PageRequest {
   cursor?: string | undefined;
@@ -65,6 +78,26 @@ export interface Store {
   getKey(id: string): Promise<KeyRecord | undefined>;
   listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>>;
   revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord>;
+
+  /**
+   * Replaces the org's quota and moves its headroom by the difference in the same write. A quota below
+   * what is in use is allowed: running sandboxes keep running and new work waits until usage falls.
+   */
+  setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord>;
+
+  createProject(project: ProjectRecord, audit: AuditInput): Promise<void>;
+  getProject(orgId: string, id: string): Promise<ProjectRecord | undefined>;
+  listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>>;
+
+  /** Pools registered at runtime (audited in the installation chain); `create` fails with conflict on a taken name. */
+  putPool(pool: PoolRecord, mode: 'create' | 'replace', audit: AuditInput): Promise<void>;
+  getPool(name: string): Promise<PoolRecord | undefined>;
+  listPools(): Promise<PoolRecord[]>;
+  deletePool(name: string, audit: AuditInput): Promise<void>;
+  putPoolView(view: PoolView): Promise<void>;
+  listPoolViews(): Promise<PoolView[]>;
+  getPolicy(): Promise<PlacementPolicy | undefined>;
+  putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void>;
 
   getUsage(orgId: string): Promise<Usage>;
   /** Active slots taken on a pool. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { poolConfigSchema } from '../config.ts';
 import { sandboxStatuses } from '../sandbox-state.ts';
 import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
@@ -29,6 +30,58 @@ export const keyRecordSchema = z.object({
 });
 export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
+export const projectRecordSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  createdAt: z.string(),
+});
+export type ProjectRecord = z.infer<typeof projectRecordSchema>;
+
+/**
+ * A pool registered through the admin API. The adapter kind is any string here: a pool stored by an
+ * earlier build may name a kind this build lacks, and it must still load (as a pool without adapter).
+ */
+export const poolRecordSchema = z.object({
+  ...poolConfigSchema.shape,
+  adapter: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type PoolRecord = z.infer<typeof poolRecordSchema>;
+
+export const capabilitiesSchema = z.object({
+  features: z.array(z.string()),
+  maxCPU: z.number(),
+  maxMemoryMiB: z.number(),
+  maxDiskGiB: z.number(),
+  templates: z.array(z.string()),
+  regions: z.array(z.string()),
+});
+
+export const capacitySchema = z.object({
+  bounded: z.boolean(),
+  freeCPU: z.number(),
+  freeMemoryMiB: z.number(),
+  largestFreeCPU: z.number(),
+  largestFreeMemoryMiB: z.number(),
+});
+
+/** What pool-refresh last learned of a pool: the view placement and GET /v1/admin/pools/{name} read. */
+export const poolViewSchema = z.object({
+  pool: z.string(),
+  healthy: z.boolean(),
+  /** Why the pool is unhealthy, or why a part of the view is missing. */
+  reason: z.string().nullable(),
+  /** Capabilities as declared, with features already filtered by EffectiveFeatures. */
+  capabilities: capabilitiesSchema.nullable(),
+  capacity: capacitySchema.nullable(),
+  refreshedAt: z.string(),
+});
+export type PoolView = z.infer<typeof poolViewSchema>;
+
+export { type PlacementPolicy, placementPolicySchema } from '../config.ts';
+
 export const sandboxRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
@@ -49,6 +102,8 @@ export const sandboxRecordSchema = z.object({
   allowedPools: z.array(z.string()).nullable(),
   regions: z.array(z.string()).nullable(),
   fromSnapshot: z.string().nullable(),
+  /** Decides, with the global policy, whether external pools are permitted (see lib/policy). */
+  classification: z.string().nullable().default(null),
   /** Counted provisioning attempts (insufficient_capacity and quota waits are not counted). */
   attempts: z.int(),
   placement: placementDecisionSchema,

@@ -24,6 +24,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     allowedPools: null,
     regions: null,
     fromSnapshot: null,
+    classification: null,
     attempts: 0,
     placement: { pool: null, rejected: [], decidedAt: null },
     createdAt: now,

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
 import { ApiError, errors } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { exceededQuota, type Usage, usageDelta, zeroUsage } from '../../quota.ts';
+import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../quota.ts';
 import type { SandboxStatus } from '../../sandbox-state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { decodeCursor, encodeCursor } from '../cursor.ts';
@@ -23,6 +23,7 @@ import {
   dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
+  installationChain,
   type Page,
   type PageRequest,
   type SandboxFilter,
@@ -36,6 +37,14 @@ import {
   keyRecordSchema,
   type OrgRecord,
   orgRecordSchema,
+  type PlacementPolicy,
+  type PoolRecord,
+  type PoolView,
+  type ProjectRecord,
+  placementPolicySchema,
+  poolRecordSchema,
+  poolViewSchema,
+  projectRecordSchema,
   type SandboxRecord,
   type SnapshotRecord,
   sandboxRecordSchema,
@@ -261,6 +270,187 @@ export class DynamoDbStore implements Store {
     const revoked = await this.getKey(id);
     if (revoked === undefined) throw errors.notFound('key', id);
     return revoked;
+  }
+
+  async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const item = await this.#get(keyOf.org(orgId));
+      if (item === undefined) throw errors.notFound('org', orgId);
+      const current = orgRecordSchema.parse(item);
+      const revision = typeof item.quotaRevision === 'number' ? item.quotaRevision : 0;
+      // Headroom moves by the quota's change; usage itself is untouched, so no sandbox races this.
+      const headroom = usageLimits
+        .map(({ field, limit }) => ({ field, change: quota[limit] - current.quota[limit] }))
+        .filter(({ change }) => change !== 0);
+      try {
+        await this.#write(orgId, audit, () => [
+          {
+            label: 'org',
+            item: {
+              Update: {
+                TableName: this.#table,
+                Key: keyOf.org(orgId),
+                UpdateExpression: 'SET quota = :quota, quotaRevision = :next',
+                ConditionExpression:
+                  revision === 0 ? 'attribute_not_exists(quotaRevision)' : 'quotaRevision = :revision',
+                ExpressionAttributeValues: {
+                  ':quota': quota,
+                  ':next': revision + 1,
+                  ...(revision !== 0 && { ':revision': revision }),
+                },
+              },
+            },
+          },
+          ...(headroom.length === 0
+            ? []
+            : [
+                {
+                  label: 'usage',
+                  item: {
+                    Update: {
+                      TableName: this.#table,
+                      Key: keyOf.usage(orgId),
+                      UpdateExpression: `ADD ${headroom.map(({ field }) => `#free_${field} :${field}`).join(', ')}`,
+                      ExpressionAttributeNames: Object.fromEntries(
+                        headroom.map(({ field }) => [`#free_${field}`, `free_${field}`]),
+                      ),
+                      ExpressionAttributeValues: Object.fromEntries(
+                        headroom.map(({ field, change }) => [`:${field}`, change]),
+                      ),
+                    },
+                  },
+                },
+              ]),
+        ]);
+        return { ...current, quota };
+      } catch (error) {
+        // Another quota change landed between the read and the write: read again and re-apply.
+        if (!(error instanceof Canceled)) throw error;
+      }
+    }
+    throw errors.conflict(`the quota of org ${orgId} is being changed concurrently; retry`);
+  }
+
+  async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {
+    await this.#write(project.orgId, audit, () => [
+      check('org', keyOf.org(project.orgId), 'attribute_exists(PK)'),
+      put('project', { ...keyOf.project(project.orgId, project.id), ...project }, 'attribute_not_exists(PK)'),
+    ]).catch((error: unknown) => {
+      if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
+        throw errors.notFound('org', project.orgId);
+      if (error instanceof Canceled) throw errors.conflict(`project ${project.id} already exists`);
+      throw error;
+    });
+  }
+
+  async getProject(orgId: string, id: string): Promise<ProjectRecord | undefined> {
+    const item = await this.#get(keyOf.project(orgId, id));
+    return item === undefined ? undefined : projectRecordSchema.parse(item);
+  }
+
+  async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>> {
+    const after = decodeCursor(page.cursor);
+    return this.#queryPage(
+      {
+        KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
+        ExpressionAttributeValues: {
+          ':pk': keyOf.org(orgId).PK,
+          ':from': after === undefined ? 'PRJ#' : `${keyOf.project(orgId, after).SK}#`,
+          ':to': 'PRJ#~',
+        },
+      },
+      page.limit,
+      (item) => projectRecordSchema.parse(item),
+      (project) => project.id,
+    );
+  }
+
+  async putPool(pool: PoolRecord, mode: 'create' | 'replace', audit: AuditInput): Promise<void> {
+    await this.#write(installationChain, audit, () => [
+      put(
+        'pool',
+        { ...keyOf.pool(pool.name), ...pool },
+        mode === 'create' ? 'attribute_not_exists(PK)' : 'attribute_exists(PK)',
+      ),
+    ]).catch((error: unknown) => {
+      if (error instanceof Canceled && mode === 'create')
+        throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
+      if (error instanceof Canceled) throw errors.notFound('pool', pool.name);
+      throw error;
+    });
+  }
+
+  async getPool(name: string): Promise<PoolRecord | undefined> {
+    const item = await this.#get(keyOf.pool(name));
+    return item === undefined ? undefined : poolRecordSchema.parse(item);
+  }
+
+  async listPools(): Promise<PoolRecord[]> {
+    return this.#queryAll(keyOf.pool('').PK, 'POOL#', (item) => poolRecordSchema.parse(item));
+  }
+
+  async deletePool(name: string, audit: AuditInput): Promise<void> {
+    await this.#write(installationChain, audit, () => [
+      del('pool', keyOf.pool(name), 'attribute_exists(PK)'),
+    ]).catch((error: unknown) => {
+      if (error instanceof Canceled) throw errors.notFound('pool', name);
+      throw error;
+    });
+    await this.#call((doc) =>
+      doc.send(new DeleteCommand({ TableName: this.#table, Key: keyOf.poolView(name) })),
+    );
+  }
+
+  async putPoolView(view: PoolView): Promise<void> {
+    await this.#call((doc) =>
+      doc.send(new PutCommand({ TableName: this.#table, Item: { ...keyOf.poolView(view.pool), ...view } })),
+    );
+  }
+
+  async listPoolViews(): Promise<PoolView[]> {
+    return this.#queryAll(keyOf.poolView('').PK, 'VIEW#', (item) => poolViewSchema.parse(item));
+  }
+
+  async getPolicy(): Promise<PlacementPolicy | undefined> {
+    const item = await this.#get(keyOf.policy());
+    return item === undefined
+      ? undefined
+      : placementPolicySchema.parse({
+          allowExternal: item.allowExternal,
+          externalPools: item.externalPools,
+        });
+  }
+
+  async putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void> {
+    await this.#write(installationChain, audit, () => [
+      put('policy', { ...keyOf.policy(), ...policy }, 'attribute_exists(PK) OR attribute_not_exists(PK)'),
+    ]);
+  }
+
+  /** Every item of a small partition whose sort key starts with `prefix` (pools and their views). */
+  async #queryAll<T>(
+    partition: string,
+    prefix: string,
+    parse: (item: Record<string, unknown>) => T,
+  ): Promise<T[]> {
+    const items: T[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const result = await this.#call((doc) =>
+        doc.send(
+          new QueryCommand({
+            TableName: this.#table,
+            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+            ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
+            ConsistentRead: true,
+            ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
+          }),
+        ),
+      );
+      for (const item of result.Items ?? []) items.push(parse(item));
+      startKey = result.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return items;
   }
 
   async getUsage(orgId: string): Promise<Usage> {

@@ -16,6 +16,11 @@ export const keyOf = {
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
+  project: (orgId: string, projectId: string) => ({ PK: `ORG#${orgId}`, SK: `PRJ#${projectId}` }),
+  /** Runtime pools and their refreshed views share one small partition: listing them is one Query. */
+  pool: (name: string) => ({ PK: 'POOLS', SK: `POOL#${name}` }),
+  poolView: (name: string) => ({ PK: 'POOLS', SK: `VIEW#${name}` }),
+  policy: () => ({ PK: 'META', SK: 'POLICY' }),
   /** Which org a sandbox id belongs to, for lookups by id alone (the reconciler). */
   sandboxPointer: (sandboxId: string) => ({ PK: `SBXID#${sandboxId}`, SK: 'SBXID' }),
   lease: (name: string) => ({ PK: `LEASE#${name}`, SK: 'LEASE' }),
