@@ -74,6 +74,7 @@ export async function buildPool(
     const features = effectiveFeatures(adapter, spec.features ?? capabilities.features);
     return {
       config: { ...spec, features },
+      declaredFeatures: spec.features,
       adapter,
       capabilities: { ...capabilities, features },
       source: 'config',
@@ -83,6 +84,7 @@ export async function buildPool(
     options.log.warn('pool capabilities could not be read', { pool: spec.name, error: describeError(error) });
     return {
       config: { ...spec, features: effectiveFeatures(adapter, spec.features ?? []) },
+      declaredFeatures: spec.features,
       adapter,
       capabilities: null,
       source: 'config',

@@ -79,9 +79,10 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
   const provisionDlq = process.env[env.provisionDlqUrl];
   const terminateDlq = process.env[env.terminateDlqUrl];
+  const store = storeFromEnv();
   return createControlPlane({
     config,
-    store: storeFromEnv(),
+    store,
     ...(provisionDlq &&
       terminateDlq && {
         deadLetters: new SqsDeadLetters(sqs, { provision: provisionDlq, terminate: terminateDlq }),
@@ -92,6 +93,7 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
     }),
     pools: await buildPools(config, {
       log,
+      store,
       // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
       resolveCredential: credentialResolver(async (arn) => {
         const value = await getSecret(arn, { maxAge: 300 });

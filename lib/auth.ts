@@ -4,7 +4,8 @@ import { isId } from './ids.ts';
 import type { Store } from './store/port.ts';
 
 export type Principal =
-  | { kind: 'admin' }
+  /** The bootstrap admin key (keyId `admin`) or an admin-role key. */
+  | { kind: 'admin'; keyId: string }
   | { kind: 'org'; orgId: string; keyId: string; role: 'admin' | 'member'; projectId: string | null };
 
 /** An org key is `<key id>.<secret>`: the id finds the record in O(1), the secret proves possession. */
@@ -48,7 +49,7 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
       const token = bearerToken(authorization);
       if (token === undefined) throw errors.unauthenticated();
       if (adminKey !== undefined && adminKey !== '' && secretsEqual(token, adminKey))
-        return { kind: 'admin' };
+        return { kind: 'admin', keyId: 'admin' };
       const dot = token.indexOf('.');
       const keyId = dot > 0 ? token.slice(0, dot) : '';
       if (!isId('key', keyId)) throw errors.unauthenticated('the API key is not valid');
@@ -58,6 +59,8 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
         throw errors.unauthenticated('the API key is not valid');
       }
       if (record.revokedAt !== null) throw errors.unauthenticated('the API key has been revoked');
+      // An admin-role key is the operator's: it reaches admin routes and acts for no organization.
+      if (record.role === 'admin') return { kind: 'admin', keyId: record.id };
       return {
         kind: 'org',
         orgId: record.orgId,

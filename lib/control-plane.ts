@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { createAuthenticator } from './auth.ts';
 import type { Config } from './config.ts';
 import { openApiDocument } from './http/openapi.ts';
+import { policyRoutes } from './http/policy-routes.ts';
 import { createRouter } from './http/router.ts';
 import { apiRoutes } from './http/routes.ts';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import { type RouteDefinition, route } from './http/types.ts';
 import type { Log } from './log.ts';
+import { PoolAdmin } from './pool-admin.ts';
 import type { PoolRegistry } from './pools.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
 import { SandboxOperations } from './sandbox-operations.ts';
@@ -39,16 +41,21 @@ export interface ControlPlane extends ControlPlaneDeps {
   tenancy: Tenancy;
   sandboxes: SandboxService;
   operations: SandboxOperations;
+  poolAdmin: PoolAdmin;
   handleHttp(request: HttpRequest): Promise<HttpResponse>;
 }
 
 /** Wires the domain services from their ports. Functions and the local runtime both start here. */
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
-  const tenancy = new Tenancy(deps.store, deps.now);
   const sandboxes = new SandboxService(deps);
+  const tenancy = new Tenancy(deps.store, deps.now, (orgId) => sandboxes.forgetOrg(orgId));
   const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
-  const routes = apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow });
+  const poolAdmin = new PoolAdmin(deps);
+  const routes = [
+    ...apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow }),
+    ...policyRoutes({ tenancy, poolAdmin, pools: deps.pools, config: deps.config }),
+  ];
   // The document is generated from the same table the router validates with.
   let document: Record<string, unknown> | undefined;
   routes.push(
@@ -69,5 +76,5 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     log: deps.log,
     validateResponses: deps.validateResponses ?? false,
   });
-  return { ...deps, tenancy, sandboxes, operations, routes, handleHttp };
+  return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, handleHttp };
 }

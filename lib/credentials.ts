@@ -31,7 +31,16 @@ export function credentialResolver(
         secretArn: ref.secretArn,
       });
     }
-    const value = await readSecret(ref.secretArn);
+    let value: string | undefined;
+    try {
+      value = await readSecret(ref.secretArn);
+    } catch (error) {
+      // Not found, access denied (outside the runtime-pool prefix), throttled: the reference is named, the cause logged upstream.
+      throw errors.invalidRequest(
+        `pool ${pool}: the secret ${ref.secretArn} could not be read (${(error as Error).name}); pools added at runtime keep theirs under ${runtimePoolSecretPrefix}`,
+        { pool, secretArn: ref.secretArn },
+      );
+    }
     if (value === undefined || value === '') {
       throw errors.invalidRequest(`pool ${pool}: the secret ${ref.secretArn} is empty or unreadable`, {
         pool,
@@ -41,6 +50,9 @@ export function credentialResolver(
     return value;
   };
 }
+
+/** The secret-name prefix the functions may read: where credentials of pools added through the admin API live. */
+export const runtimePoolSecretPrefix = 'differently/pools/';
 
 /** The Secrets Manager ARNs a config references: exactly what the functions are granted to read. */
 export function referencedSecretArns(pools: readonly PoolConfig[]): string[] {

@@ -10,6 +10,8 @@ export type PoolSpec = Omit<PoolConfig, 'adapter'> & { adapter: string };
 export interface Pool {
   /** The settings, with `features` replaced by the effective list. */
   config: PoolSpec;
+  /** `features` as the operator wrote them (undefined: take what the adapter declares). */
+  declaredFeatures?: string[] | undefined;
   /** Absent when this build has no adapter for the pool's kind (the seeds' E0.22 case) or it failed to build. */
   adapter: ExecutionAdapter | undefined;
   /** Why there is no adapter. */
@@ -53,6 +55,7 @@ export class PoolRegistry {
   readonly #unhealthyUntil = new Map<string, number>();
   readonly #options: PoolRegistryOptions;
   #policy: PlacementPolicy;
+  #policyStored = false;
   #syncedAt = Number.NEGATIVE_INFINITY;
   #syncing: Promise<void> | undefined;
 
@@ -95,6 +98,7 @@ export class PoolRegistry {
     this.#views.clear();
     for (const view of views) this.#views.set(view.pool, view);
     this.#policy = policy ?? this.#options.policy ?? defaultPolicy;
+    this.#policyStored = policy !== undefined;
     this.#syncedAt = this.#now();
   }
 
@@ -148,6 +152,11 @@ export class PoolRegistry {
 
   policy(): PlacementPolicy {
     return this.#policy;
+  }
+
+  /** Whether the policy in force was stored by an admin (else it is the config file's). */
+  policySource(): 'config' | 'api' {
+    return this.#policyStored ? 'api' : 'config';
   }
 
   view(name: string): PoolView | undefined {

@@ -37,7 +37,8 @@ export interface SandboxServiceDeps {
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
-const orgCacheMs = 60_000;
+/** Admission's never-fits check reads the quota through this cache; the store enforces the live quota. */
+const orgCacheMs = 10_000;
 
 /** How long an Idempotency-Key is remembered. */
 export const idempotencyWindowSeconds = 24 * 3600;
@@ -64,7 +65,7 @@ export class SandboxService {
     idempotencyKey?: string,
     internal: { forkedFrom?: string } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
-    const projectId = this.#projectFor(principal, request.projectId);
+    const projectId = await this.#projectFor(principal, request.projectId);
     // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
     let allowedPools = request.placement?.allowedPools ?? null;
     if (request.fromSnapshot !== undefined) {
@@ -291,6 +292,11 @@ export class SandboxService {
    * The org, cached per container for a minute: only the early "can never fit" check reads it, and a
    * quota change reaches enforcement at once through the usage item's headroom, not through this copy.
    */
+  /** Drops a cached org after its quota changed in this container (others see it within orgCacheMs). */
+  forgetOrg(orgId: string): void {
+    this.#orgs.delete(orgId);
+  }
+
   async #org(orgId: string): Promise<OrgRecord> {
     const cached = this.#orgs.get(orgId);
     if (cached !== undefined && cached.until > Date.now()) return cached.org;
@@ -335,8 +341,13 @@ export class SandboxService {
     }
   }
 
-  #projectFor(principal: OrgPrincipal, requested: string | undefined): string | null {
-    if (principal.projectId === null) return requested ?? null;
+  async #projectFor(principal: OrgPrincipal, requested: string | undefined): Promise<string | null> {
+    if (principal.projectId === null) {
+      if (requested === undefined) return null;
+      const project = await this.#deps.store.getProject(principal.orgId, requested);
+      if (project === undefined) throw errors.notFound('project', requested);
+      return requested;
+    }
     if (requested !== undefined && requested !== principal.projectId) {
       throw errors.forbidden(`this key is restricted to project ${principal.projectId}`);
     }

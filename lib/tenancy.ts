@@ -2,10 +2,16 @@ import type { z } from 'zod';
 import { mintKeySecret } from './auth.ts';
 import { errors } from './errors.ts';
 import { newId } from './ids.ts';
-import type { createKeySchema, createOrgSchema } from './schemas/tenancy.ts';
-import { type KeyView, type OrgView, quotaSchema } from './schemas/tenancy.ts';
+import { round, usageLimits } from './quota.ts';
+import type {
+  createKeySchema,
+  createOrgSchema,
+  createProjectSchema,
+  setQuotaSchema,
+} from './schemas/tenancy.ts';
+import { type KeyView, type OrgView, type ProjectView, quotaSchema } from './schemas/tenancy.ts';
 import type { Page, PageRequest, Store } from './store/port.ts';
-import type { KeyRecord, OrgRecord } from './store/records.ts';
+import type { KeyRecord, OrgRecord, ProjectRecord } from './store/records.ts';
 
 export function orgView(org: OrgRecord): OrgView {
   return { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt };
@@ -27,9 +33,16 @@ export class Tenancy {
   readonly #store: Store;
   readonly #now: () => Date;
 
-  constructor(store: Store, now: () => Date = () => new Date()) {
+  readonly #onOrgChanged: (orgId: string) => void;
+
+  constructor(
+    store: Store,
+    now: () => Date = () => new Date(),
+    onOrgChanged: (orgId: string) => void = () => undefined,
+  ) {
     this.#store = store;
     this.#now = now;
+    this.#onOrgChanged = onOrgChanged;
   }
 
   async createOrg(input: z.infer<typeof createOrgSchema>, actor = 'admin'): Promise<OrgView> {
@@ -66,6 +79,7 @@ export class Tenancy {
     actor = 'admin',
   ): Promise<KeyView & { key: string }> {
     await this.getOrg(orgId);
+    if (input.projectId !== undefined) await this.getProject(orgId, input.projectId);
     const id = newId('key');
     const { key, secretHash } = mintKeySecret(id);
     const record: KeyRecord = {
@@ -102,5 +116,82 @@ export class Tenancy {
         details: {},
       }),
     );
+  }
+
+  /** A new key with the old one's org, name, role and project; the old one is revoked once the new one exists. */
+  async rotateKey(id: string, actor = 'admin'): Promise<KeyView & { key: string }> {
+    const old = await this.#store.getKey(id);
+    if (old === undefined) throw errors.notFound('key', id);
+    if (old.revokedAt !== null) throw errors.invalidState(`key ${id} is revoked; create a new key instead`);
+    const created = await this.createKey(
+      old.orgId,
+      { name: old.name, role: old.role, ...(old.projectId !== null && { projectId: old.projectId }) },
+      actor,
+    );
+    await this.#store.revokeKey(id, this.#now().toISOString(), {
+      actor,
+      action: 'key.rotated',
+      target: id,
+      details: { replacedBy: created.id },
+    });
+    return created;
+  }
+
+  async createProject(
+    orgId: string,
+    input: z.infer<typeof createProjectSchema>,
+    actor = 'admin',
+  ): Promise<ProjectView> {
+    await this.getOrg(orgId);
+    const project: ProjectRecord = {
+      id: newId('project'),
+      orgId,
+      name: input.name,
+      createdAt: this.#now().toISOString(),
+    };
+    await this.#store.createProject(project, {
+      actor,
+      action: 'project.created',
+      target: project.id,
+      details: { name: project.name },
+    });
+    return project;
+  }
+
+  async getProject(orgId: string, id: string): Promise<ProjectRecord> {
+    const project = await this.#store.getProject(orgId, id);
+    if (project === undefined) throw errors.notFound('project', id);
+    return project;
+  }
+
+  async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectView>> {
+    await this.getOrg(orgId);
+    return this.#store.listProjects(orgId, page);
+  }
+
+  /** Changes some of an org's limits; lowering one below usage makes new work wait, it stops nothing. */
+  async setQuota(orgId: string, input: z.infer<typeof setQuotaSchema>, actor = 'admin'): Promise<OrgView> {
+    const org = await this.getOrg(orgId);
+    const quota = quotaSchema.parse({ ...org.quota, ...input });
+    const updated = orgView(
+      await this.#store.setQuota(orgId, quota, {
+        actor,
+        action: 'org.quota-changed',
+        target: orgId,
+        details: { from: org.quota, to: quota },
+      }),
+    );
+    this.#onOrgChanged(orgId);
+    return updated;
+  }
+
+  async usage(orgId: string) {
+    const org = await this.getOrg(orgId);
+    const usage = await this.#store.getUsage(orgId);
+    const available = { ...usage };
+    for (const { field, limit } of usageLimits) {
+      available[field] = round(Math.max(0, org.quota[limit] - usage[field]));
+    }
+    return { orgId, quota: org.quota, usage, available };
   }
 }

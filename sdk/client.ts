@@ -5,13 +5,21 @@ import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
 import type {
+  createPoolSchema,
+  PoolDetail,
+  policyViewSchema,
+  templateViewSchema,
+  trustReportSchema,
+  updatePoolSchema,
+} from '../lib/schemas/pools.ts';
+import type {
   CreateSandboxRequest,
   ExecRequest,
   ExecResult,
   SandboxView,
   updatedSandboxSchema,
 } from '../lib/schemas/sandboxes.ts';
-import type { KeyView, OrgView, Quota } from '../lib/schemas/tenancy.ts';
+import type { KeyView, OrgView, orgUsageSchema, ProjectView, Quota } from '../lib/schemas/tenancy.ts';
 import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
 
 export type Snapshot = z.infer<typeof snapshotSchema>;
@@ -21,7 +29,14 @@ export type AuditVerification = z.infer<typeof auditVerificationSchema>;
 export type ReconcileReport = z.infer<typeof reconcileReportSchema>;
 export type UpdatedSandbox = z.infer<typeof updatedSandboxSchema>;
 export type Page<T> = { items: T[]; nextCursor: string | null };
-export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, SandboxView };
+export type Project = ProjectView;
+export type OrgUsage = z.infer<typeof orgUsageSchema>;
+export type Template = z.infer<typeof templateViewSchema>;
+export type TrustReport = z.infer<typeof trustReportSchema>;
+export type PolicyView = z.infer<typeof policyViewSchema>;
+export type CreatePool = z.input<typeof createPoolSchema>;
+export type UpdatePool = z.input<typeof updatePoolSchema>;
+export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, PoolDetail, SandboxView };
 
 export interface ClientOptions {
   /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/live */
@@ -239,6 +254,20 @@ export class DifferentlyClient {
     return this.#json('GET', '/v1/audit', { query, retry: true });
   }
 
+  /** The org's quota, what it holds, and what is left. */
+  usage(): Promise<OrgUsage> {
+    return this.#json('GET', '/v1/usage', { retry: true });
+  }
+
+  templates(): Promise<{ items: Template[] }> {
+    return this.#json('GET', '/v1/templates', { retry: true });
+  }
+
+  /** The trust report: each pool's operator, isolation, features and limitations, and the policy. */
+  trust(): Promise<TrustReport> {
+    return this.#json('GET', '/v1/trust', { retry: true });
+  }
+
   openapi(): Promise<Record<string, unknown>> {
     return this.#json('GET', '/v1/openapi.json', { retry: true });
   }
@@ -262,6 +291,25 @@ export class DifferentlyClient {
       this.#json('DELETE', `/v1/admin/keys/${encodeURIComponent(id)}`, { retry: true }),
     verifyAudit: (orgId?: string): Promise<AuditVerification> =>
       this.#json('GET', '/v1/admin/audit/verify', { query: { orgId }, retry: true }),
+    rotateKey: (id: string): Promise<KeyView & { key: string }> =>
+      this.#json('POST', `/v1/admin/keys/${encodeURIComponent(id)}/rotate`),
+    createProject: (orgId: string, body: { name: string }): Promise<Project> =>
+      this.#json('POST', `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects`, { body }),
+    listProjects: (orgId: string, query: { cursor?: string; limit?: number } = {}): Promise<Page<Project>> =>
+      this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects`, { query, retry: true }),
+    setQuota: (orgId: string, body: Partial<Quota>): Promise<OrgView> =>
+      this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/quota`, { body, retry: true }),
+    listPools: (): Promise<Page<PoolDetail>> => this.#json('GET', '/v1/admin/pools', { retry: true }),
+    getPool: (name: string): Promise<PoolDetail> =>
+      this.#json('GET', `/v1/admin/pools/${encodeURIComponent(name)}`, { retry: true }),
+    createPool: (body: CreatePool): Promise<PoolDetail> => this.#json('POST', '/v1/admin/pools', { body }),
+    updatePool: (name: string, body: UpdatePool): Promise<PoolDetail> =>
+      this.#json('PATCH', `/v1/admin/pools/${encodeURIComponent(name)}`, { body, retry: true }),
+    deletePool: (name: string): Promise<{ name: string; deleted: true }> =>
+      this.#json('DELETE', `/v1/admin/pools/${encodeURIComponent(name)}`, { retry: true }),
+    getPolicy: (): Promise<PolicyView> => this.#json('GET', '/v1/admin/policy', { retry: true }),
+    setPolicy: (body: { allowExternal: boolean; externalPools: string[] }): Promise<PolicyView> =>
+      this.#json('PUT', '/v1/admin/policy', { body, retry: true }),
     reconcile: (): Promise<ReconcileReport> => this.#json('POST', '/v1/admin/reconcile'),
   };
 

@@ -81,6 +81,12 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       trust: 'private',
       isolation: 'none: host directories and host processes',
       protocol: adapterProtocolVersion,
+      isolationVerified: true,
+      limitations: [
+        "dev mode only: commands run as host processes with the control plane's user and network",
+        'resources are recorded, not applied',
+        'no provider TTL backstop: expiry relies on the sweep',
+      ],
     };
   }
 

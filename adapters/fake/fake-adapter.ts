@@ -61,6 +61,8 @@ export interface FakeAdapterOptions {
   /** When set, Capacity is bounded by this many CPUs (and totalMemoryMiB). */
   totalCPU?: number;
   totalMemoryMiB?: number;
+  /** Declared limits, templates and regions (default: none, any template). */
+  limits?: Partial<Omit<Capabilities, 'features'>>;
   exec?: FakeExecFunc;
 }
 
@@ -107,6 +109,8 @@ export class FakeAdapter
   readonly #snapshots = new Map<string, { kind: 'disk' | 'memory'; files: Map<string, Uint8Array> }>();
   readonly #failures = new Map<FakeMethod, FakeFailure[]>();
   readonly calls = new Map<FakeMethod, number>();
+  /** Every create request received, in order (what a backend would have been told). */
+  readonly createRequests: CreateRequest[] = [];
 
   constructor(options: FakeAdapterOptions = {}) {
     this.#options = { ...options };
@@ -167,6 +171,9 @@ export class FakeAdapter
       trust: this.#options.trust ?? 'private',
       isolation: 'none (simulated in memory)',
       protocol: adapterProtocolVersion,
+      // Nothing runs, so there is nothing to isolate: the claim is true by construction.
+      isolationVerified: true,
+      limitations: ['dev mode only: nothing runs; exec echoes or runs a test function'],
     };
   }
 
@@ -178,6 +185,7 @@ export class FakeAdapter
       maxDiskGiB: 0,
       templates: [],
       regions: [],
+      ...this.#options.limits,
     }));
   }
 
@@ -209,6 +217,7 @@ export class FakeAdapter
 
   async create(request: CreateRequest): Promise<Instance> {
     return this.#enter('create', () => {
+      this.createRequests.push(structuredClone(request));
       const existing = this.#bySandbox.get(request.id);
       if (existing !== undefined) return strip(this.#instance(existing));
       let files = new Map<string, Uint8Array>();

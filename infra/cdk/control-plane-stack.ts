@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -6,7 +6,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { env } from '../../functions/environment.ts';
 import type { Config } from '../../lib/config.ts';
-import { referencedSecretArns } from '../../lib/credentials.ts';
+import { referencedSecretArns, runtimePoolSecretPrefix } from '../../lib/credentials.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
 import { Monitoring } from './constructs/monitoring.ts';
@@ -42,7 +42,7 @@ export class ControlPlaneStack extends Stack {
   readonly table: StateTable;
   readonly queues: WorkQueues;
   readonly functions: Record<
-    'api' | 'apiStream' | 'provision' | 'terminate' | 'sweep' | 'reconcile',
+    'api' | 'apiStream' | 'provision' | 'terminate' | 'sweep' | 'reconcile' | 'poolRefresh',
     ControlPlaneFunction
   >;
   readonly api: PublicApi;
@@ -101,8 +101,10 @@ export class ControlPlaneStack extends Stack {
       }),
       // A singleton: reserved concurrency 1, and the lease it takes in the table besides.
       reconcile: fn('reconcile', 300, {}, 1),
+      // Probes run in parallel, each bounded by its own timeout: a minute is ample.
+      poolRefresh: fn('pool-refresh', 60, {}, undefined, { id: 'PoolRefresh', name: 'handler' }),
     };
-    const { api, apiStream, provision, terminate, sweep, reconcile } = this.functions;
+    const { api, apiStream, provision, terminate, sweep, reconcile, poolRefresh } = this.functions;
 
     // Least privilege: each function gets exactly what it uses.
     for (const each of Object.values(this.functions)) {
@@ -123,13 +125,20 @@ export class ControlPlaneStack extends Stack {
 
     // Provider credentials: each secret the config references, by its exact ARN, to the functions that
     // call adapters (the sweep does not).
-    const credentialArns = referencedSecretArns(props.config.pools);
-    if (credentialArns.length > 0) {
-      for (const caller of [api, apiStream, provision, terminate, reconcile]) {
-        caller.fn.addToRolePolicy(
-          new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: credentialArns }),
-        );
-      }
+    // Pools added through the admin API keep their secrets under the differently/pools/ prefix.
+    const credentialArns = [
+      ...referencedSecretArns(props.config.pools),
+      this.formatArn({
+        service: 'secretsmanager',
+        resource: 'secret',
+        resourceName: `${runtimePoolSecretPrefix}*`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      }),
+    ];
+    for (const caller of [api, apiStream, provision, terminate, reconcile, poolRefresh]) {
+      caller.fn.addToRolePolicy(
+        new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: credentialArns }),
+      );
     }
 
     provision.fn.addEventSource(
@@ -148,7 +157,11 @@ export class ControlPlaneStack extends Stack {
     );
 
     this.api = new PublicApi(this, 'PublicApi', { handler: api.fn, streamHandler: apiStream.fn });
-    const schedules = new Schedules(this, 'Schedules', { sweep: sweep.fn, reconcile: reconcile.fn });
+    const schedules = new Schedules(this, 'Schedules', {
+      sweep: sweep.fn,
+      reconcile: reconcile.fn,
+      poolRefresh: poolRefresh.fn,
+    });
     this.schedules = schedules;
     new Monitoring(this, 'Monitoring', {
       api: this.api.api,
@@ -157,6 +170,7 @@ export class ControlPlaneStack extends Stack {
         Terminate: terminate.fn,
         Sweep: sweep.fn,
         Reconcile: reconcile.fn,
+        PoolRefresh: poolRefresh.fn,
         Api: api.fn,
         ApiStream: apiStream.fn,
       },

@@ -1,5 +1,6 @@
 import { type CfnElement, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
+import { runtimePoolSecretPrefix } from '../../lib/credentials.ts';
 import type { ControlPlaneStack } from './control-plane-stack.ts';
 
 /**
@@ -21,6 +22,11 @@ export function applyNagSuppressions(stack: ControlPlaneStack): void {
       `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(stack.table.table.node.defaultChild as CfnElement)}.Arn>/index/*]`,
       "The store queries the table's own GSIs (listings, the sweep's status index, the reconciler's pool index); the grant is scoped to this table's indexes.",
     );
+    acknowledge(
+      fn,
+      `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:${runtimePoolSecretPrefix}*]`,
+      'Pools registered through the admin API name their provider secret at runtime; the functions that call adapters may read secrets under this one prefix only (docs/tenancy.md), never the admin key.',
+    );
   }
   acknowledge(
     stack.adminKey,
@@ -32,7 +38,7 @@ export function applyNagSuppressions(stack: ControlPlaneStack): void {
     'AwsSolutions-SQS3',
     'This queue is itself a dead-letter queue: the EventBridge Scheduler target DLQ of the schedules (alarmed on in Monitoring).',
   );
-  for (const target of [stack.functions.sweep, stack.functions.reconcile]) {
+  for (const target of [stack.functions.sweep, stack.functions.reconcile, stack.functions.poolRefresh]) {
     acknowledge(
       stack.schedules,
       `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(target.fn.node.defaultChild as CfnElement)}.Arn>:*]`,

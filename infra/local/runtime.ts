@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
 import { buildPools } from '../../adapters/registry.ts';
 import { createStreamingApiHandler } from '../../functions/api.ts';
+import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
@@ -31,6 +32,7 @@ import { ScheduleTimer } from './timers.ts';
 /** The input the EventBridge schedule sends the sweep (events/sweep-schedule.json). */
 const sweepEvent = { source: 'differently.schedule', task: 'sweep' };
 const reconcileEvent = { source: 'differently.schedule', task: 'reconcile' };
+const poolRefreshEvent = { source: 'differently.schedule', task: 'pool-refresh' };
 
 async function localStore(
   options: LocalRuntimeOptions,
@@ -98,6 +100,8 @@ export interface LocalRuntimeOptions {
   sweepIntervalSeconds?: number;
   /** Seconds between reconcile passes (every minute on AWS); 0 disables the timer. */
   reconcileIntervalSeconds?: number;
+  /** Seconds between pool probes (every minute on AWS); 0 disables the timer. */
+  poolRefreshIntervalSeconds?: number;
 }
 
 export interface LocalRuntime {
@@ -124,7 +128,6 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     provision: { ...settings.provision, ...options.queues?.provision },
     terminate: { ...settings.terminate, ...options.queues?.terminate },
   });
-  const pools = await buildPools(config, { log, ...(options.adapters && { adapters: options.adapters }) });
   // Lifecycle events: the same ones the bus receives on AWS, written to the log and kept for tests.
   const events: LifecycleEvent[] = [];
   const publisher: EventPublisher = {
@@ -139,6 +142,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     options.store === undefined
       ? await localStore(options, publishLifecycleEvents(publisher))
       : { store: options.store, stop: async () => {} };
+  const pools = await buildPools(config, {
+    log,
+    store: backing.store,
+    ...(options.adapters && { adapters: options.adapters }),
+  });
   const plane = createControlPlane({
     config,
     store: backing.store,
@@ -173,6 +181,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (sweepSeconds > 0) {
     const sweepHandler = createSweepHandler(plane);
     timers.push(new ScheduleTimer('sweep', sweepSeconds * 1000, () => sweepHandler(sweepEvent), log));
+  }
+  const refreshSeconds = options.poolRefreshIntervalSeconds ?? 5;
+  if (refreshSeconds > 0) {
+    const refreshHandler = createPoolRefreshHandler(plane);
+    timers.push(
+      new ScheduleTimer('pool-refresh', refreshSeconds * 1000, () => refreshHandler(poolRefreshEvent), log),
+    );
   }
   const reconcileSeconds = options.reconcileIntervalSeconds ?? 30;
   if (reconcileSeconds > 0) {

@@ -47,6 +47,10 @@ export interface AdapterInfo {
   isolation: string;
   protocol: string;
   description?: string;
+  /** Whether the isolation claim is checked by anything (a probe, the adapter's own construction). */
+  isolationVerified?: boolean;
+  /** What this adapter does not do that a user might assume it does (shown in the trust report). */
+  limitations?: string[];
 }
 
 export interface Capabilities {

@@ -36,9 +36,10 @@ import {
   keySchema,
   orgSchema,
 } from '../schemas/tenancy.ts';
-import type { Store } from '../store/port.ts';
+import { installationChain, type Store } from '../store/port.ts';
 import type { SnapshotRecord } from '../store/records.ts';
 import type { Tenancy } from '../tenancy.ts';
+import { errorSchema, keyParams, orgParams } from './route-params.ts';
 import { type RouteDefinition, route } from './types.ts';
 
 export interface RouteDeps {
@@ -51,11 +52,6 @@ export interface RouteDeps {
 
 const sandboxParams = z.strictObject({
   id: z.string().regex(idPattern('sandbox'), 'a sandbox id (sbx_...)'),
-});
-const orgParams = z.strictObject({ id: z.string().regex(idPattern('org'), 'an org id (org_...)') });
-const keyParams = z.strictObject({ id: z.string().regex(idPattern('key'), 'a key id (key_...)') });
-const errorSchema = z.object({
-  error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
 });
 
 /** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
@@ -117,7 +113,10 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'admin',
       body: createOrgSchema,
       responses: { 201: orgSchema, 400: errorSchema },
-      handle: async ({ body }) => ({ status: 201, body: await tenancy.createOrg(body) }),
+      handle: async ({ body, principal }) => ({
+        status: 201,
+        body: await tenancy.createOrg(body, principal.keyId),
+      }),
     }),
     route({
       method: 'GET',
@@ -151,7 +150,10 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       params: orgParams,
       body: createKeySchema,
       responses: { 201: createdKeySchema, 404: errorSchema },
-      handle: async ({ params, body }) => ({ status: 201, body: await tenancy.createKey(params.id, body) }),
+      handle: async ({ params, body, principal }) => ({
+        status: 201,
+        body: await tenancy.createKey(params.id, body, principal.keyId),
+      }),
     }),
     route({
       method: 'GET',
@@ -170,7 +172,10 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'admin',
       params: keyParams,
       responses: { 200: keySchema, 404: errorSchema },
-      handle: async ({ params }) => ({ status: 200, body: await tenancy.revokeKey(params.id) }),
+      handle: async ({ params, principal }) => ({
+        status: 200,
+        body: await tenancy.revokeKey(params.id, principal.keyId),
+      }),
     }),
 
     route({
@@ -293,7 +298,10 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
           await tenancy.getOrg(query.orgId);
           return { status: 200, body: { orgId: query.orgId, ...(await verifyOrgChain(store, query.orgId)) } };
         }
-        let checked = 0;
+        // The installation's own chain (pools, policy) first, then every org's.
+        const installation = await verifyOrgChain(store, installationChain);
+        if (!installation.ok) return { status: 200, body: { ...installation, orgId: installationChain } };
+        let checked = installation.checked;
         let cursor: string | undefined;
         do {
           const page = await store.listOrgs({ cursor, limit: 100 });

@@ -3,6 +3,7 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { Pool, PoolRegistry } from '../pools.ts';
 import type { WorkMessage } from '../queue/port.ts';
+import { neverFits } from '../quota.ts';
 import { transitionSandbox } from '../sandbox-records.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -107,6 +108,19 @@ async function provisionOnce(
   for (const pool of candidates) {
     const activation = await activate(deps, current, pool, rejected, now());
     if (activation.kind === 'quota') {
+      // The quota may have been lowered below this sandbox since admission: then waiting is forever.
+      const org = await deps.store.getOrg(record.orgId);
+      const never = org === undefined ? undefined : neverFits(record.resources, org.quota);
+      if (never !== undefined) {
+        await transitionSandbox(
+          deps.store,
+          activation.record,
+          'failed',
+          { statusMessage: `this sandbox can never run: ${never}` },
+          { now: now(), actor: system },
+        );
+        return done;
+      }
       await wait(deps, activation.record, `waiting for quota: ${activation.reason}`);
       return retryAfter(waitSeconds(receiveCount));
     }

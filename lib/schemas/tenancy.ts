@@ -1,20 +1,34 @@
 import { z } from 'zod';
+import { idPattern } from '../ids.ts';
+
+const quotaFields = {
+  maxCPU: z.number().positive().max(1_000_000),
+  maxMemoryMiB: z.int().positive(),
+  maxDiskGiB: z.int().positive(),
+  maxSandboxes: z.int().positive(),
+  maxSnapshots: z.int().min(0),
+};
 
 export const quotaSchema = z.strictObject({
-  maxCPU: z.number().positive().max(1_000_000).default(64),
-  maxMemoryMiB: z
-    .int()
-    .positive()
-    .default(128 * 1024),
-  maxDiskGiB: z.int().positive().default(2048),
-  maxSandboxes: z.int().positive().default(100),
-  maxSnapshots: z.int().min(0).default(100),
+  maxCPU: quotaFields.maxCPU.default(64),
+  maxMemoryMiB: quotaFields.maxMemoryMiB.default(128 * 1024),
+  maxDiskGiB: quotaFields.maxDiskGiB.default(2048),
+  maxSandboxes: quotaFields.maxSandboxes.default(100),
+  maxSnapshots: quotaFields.maxSnapshots.default(100),
+});
+/** Some of the limits, none defaulted: what a quota change names and nothing else. */
+export const quotaChangeSchema = z.strictObject({
+  maxCPU: quotaFields.maxCPU.optional(),
+  maxMemoryMiB: quotaFields.maxMemoryMiB.optional(),
+  maxDiskGiB: quotaFields.maxDiskGiB.optional(),
+  maxSandboxes: quotaFields.maxSandboxes.optional(),
+  maxSnapshots: quotaFields.maxSnapshots.optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
 
 export const createOrgSchema = z.strictObject({
   name: z.string().trim().min(1).max(128),
-  quota: quotaSchema.partial().optional(),
+  quota: quotaChangeSchema.optional(),
 });
 
 export const orgSchema = z.object({
@@ -27,10 +41,48 @@ export type OrgView = z.infer<typeof orgSchema>;
 
 export const keyRoles = ['admin', 'member'] as const;
 
-export const createKeySchema = z.strictObject({
+export const createKeySchema = z
+  .strictObject({
+    name: z.string().trim().min(1).max(128),
+    projectId: z.string().regex(idPattern('project'), 'a project id (prj_...)').optional(),
+    /** admin: the operator's key (admin routes, no tenant routes); member: acts for the org, or one project. */
+    role: z.enum(keyRoles).default('member'),
+  })
+  .refine((key) => key.role !== 'admin' || key.projectId === undefined, {
+    path: ['projectId'],
+    message: 'an admin key cannot be restricted to a project',
+  });
+
+export const setQuotaSchema = quotaChangeSchema.refine((quota) => Object.keys(quota).length > 0, {
+  message: 'name at least one of maxCPU, maxMemoryMiB, maxDiskGiB, maxSandboxes, maxSnapshots',
+});
+
+export const createProjectSchema = z.strictObject({
   name: z.string().trim().min(1).max(128),
-  projectId: z.string().min(1).max(64).optional(),
-  role: z.enum(keyRoles).default('member'),
+});
+
+export const projectSchema = z.object({
+  id: z.string(),
+  orgId: z.string(),
+  name: z.string(),
+  createdAt: z.string(),
+});
+export type ProjectView = z.infer<typeof projectSchema>;
+
+export const usageViewSchema = z.object({
+  cpu: z.number(),
+  memoryMiB: z.number(),
+  diskGiB: z.number(),
+  sandboxes: z.number(),
+  snapshots: z.number(),
+});
+
+/** GET /v1/usage: the org's quota, what it holds, and what is left of each limit. */
+export const orgUsageSchema = z.object({
+  orgId: z.string(),
+  quota: quotaSchema,
+  usage: usageViewSchema,
+  available: usageViewSchema,
 });
 
 export const keySchema = z.object({

@@ -11,7 +11,7 @@ import { type E2e, startE2e } from '../helpers/e2e.ts';
 describe('isolation matrix over every route', () => {
   let e: E2e;
   const ids = { sandbox: '', snapshot: '', org: '', key: '' };
-  const keys = { orgA: '', orgB: '', revoked: '', otherProject: '' };
+  const keys = { orgA: '', orgB: '', revoked: '', otherProject: '', operator: '' };
 
   beforeAll(async () => {
     e = await startE2e({ fakes: { fake: { adapter: new FakeAdapter() } } });
@@ -20,13 +20,16 @@ describe('isolation matrix over every route', () => {
     const b = await admin.admin.createOrg({ name: 'b' });
     keys.orgA = (await admin.admin.createKey(a.id, { name: 'a' })).key;
     keys.orgB = (await admin.admin.createKey(b.id, { name: 'b' })).key;
-    keys.otherProject = (await admin.admin.createKey(a.id, { name: 'p2', projectId: 'prj_other' })).key;
+    const one = await admin.admin.createProject(a.id, { name: 'one' });
+    const other = await admin.admin.createProject(a.id, { name: 'other' });
+    keys.otherProject = (await admin.admin.createKey(a.id, { name: 'p2', projectId: other.id })).key;
+    keys.operator = (await admin.admin.createKey(a.id, { name: 'ops', role: 'admin' })).key;
     const revoked = await admin.admin.createKey(a.id, { name: 'gone' });
     await admin.admin.revokeKey(revoked.id);
     keys.revoked = revoked.key;
     const tenant = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: keys.orgA });
     const sandbox = await tenant.waitUntilRunning(
-      (await tenant.createSandbox({ placement: { allowedPools: ['fake'] }, projectId: 'prj_one' })).id,
+      (await tenant.createSandbox({ placement: { allowedPools: ['fake'] }, projectId: one.id })).id,
       { intervalMs: 20 },
     );
     ids.sandbox = sandbox.id;
@@ -40,16 +43,18 @@ describe('isolation matrix over every route', () => {
   });
 
   const call = async (route: RouteDefinition, key: string | undefined) => {
-    const path = route.path.replace(
-      '{id}',
-      route.path.startsWith('/v1/snapshots')
-        ? ids.snapshot
-        : route.path.startsWith('/v1/admin/orgs')
-          ? ids.org
-          : route.path.startsWith('/v1/admin/keys')
-            ? ids.key
-            : ids.sandbox,
-    );
+    const path = route.path
+      .replace('{name}', 'fake')
+      .replace(
+        '{id}',
+        route.path.startsWith('/v1/snapshots')
+          ? ids.snapshot
+          : route.path.startsWith('/v1/admin/orgs')
+            ? ids.org
+            : route.path.startsWith('/v1/admin/keys')
+              ? ids.key
+              : ids.sandbox,
+      );
     const query = route.path.includes('/files') ? '?path=/work' : '';
     const bodies: Record<string, unknown> = {
       '/v1/sandboxes/{id}/exec': { command: 'true' },
@@ -91,13 +96,28 @@ describe('isolation matrix over every route', () => {
     }
   });
 
-  it('keeps org keys off admin routes (403) and the admin key off tenant routes (403)', async () => {
+  it('keeps org keys off admin routes (403) and admin keys (bootstrap or admin-role) off tenant routes (403)', async () => {
     for (const route of routes().filter((r) => r.auth === 'admin')) {
-      expect((await call(route, keys.orgA)).status, `${route.method} ${route.path}`).toBe(403);
+      for (const key of [keys.orgA, keys.otherProject]) {
+        expect((await call(route, key)).status, `${route.method} ${route.path}`).toBe(403);
+      }
     }
     for (const route of routes().filter((r) => r.auth === 'org')) {
-      expect((await call(route, e.runtime.adminKey)).status, `${route.method} ${route.path}`).toBe(403);
+      for (const key of [e.runtime.adminKey, keys.operator]) {
+        expect((await call(route, key)).status, `${route.method} ${route.path}`).toBe(403);
+      }
     }
+  });
+
+  it('lets an admin-role key through the admin routes it is meant for', async () => {
+    const listed = await fetch(`${e.runtime.url}/v1/admin/orgs`, {
+      headers: { authorization: `Bearer ${keys.operator}` },
+    });
+    expect(listed.status).toBe(200);
+    const pools = await fetch(`${e.runtime.url}/v1/admin/pools/fake`, {
+      headers: { authorization: `Bearer ${keys.operator}` },
+    });
+    expect(pools.status).toBe(200);
   });
 
   it('shows another org nothing: 404 on its objects, and no ids of it in any answer', async () => {

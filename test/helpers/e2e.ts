@@ -27,8 +27,11 @@ export interface E2e {
  */
 export async function startE2e(
   options: {
-    fakes?: Record<string, { adapter: FakeAdapter; features?: string[] }>;
+    /** Extra fake pools; `pool` adds pool settings (trust, region, maxConcurrency, costModel). */
+    fakes?: Record<string, { adapter: FakeAdapter; features?: string[]; pool?: Record<string, unknown> }>;
     quota?: Record<string, number>;
+    /** Extra top-level config (profiles, classifications, policy, templates). */
+    config?: Record<string, unknown>;
   } = {},
 ): Promise<E2e> {
   const root = await mkdtemp(join(tmpdir(), 'e2e-devhost-'));
@@ -42,12 +45,15 @@ export async function startE2e(
           name,
           adapter: 'fake',
           ...(fake.features !== undefined && { features: fake.features }),
+          ...fake.pool,
         })),
       ],
+      ...options.config,
     }),
     adapters: Object.fromEntries(Object.entries(fakes).map(([name, fake]) => [name, fake.adapter])),
     sweepIntervalSeconds: 0,
     reconcileIntervalSeconds: 0,
+    poolRefreshIntervalSeconds: 0,
   });
   const api = client(runtime.url);
   const org = z.object({ id: z.string() }).parse(

@@ -45,6 +45,8 @@ export function client(baseUrl: string) {
     get: (path: string, key?: string) => call('GET', path, key),
     post: (path: string, key?: string, body?: unknown) => call('POST', path, key, body ?? {}),
     postRaw: (path: string, key: string | undefined, raw: string) => call('POST', path, key, undefined, raw),
+    put: (path: string, key?: string, body?: unknown) => call('PUT', path, key, body ?? {}),
+    patch: (path: string, key?: string, body?: unknown) => call('PATCH', path, key, body ?? {}),
     delete: (path: string, key?: string) => call('DELETE', path, key),
   };
 }

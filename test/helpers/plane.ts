@@ -32,11 +32,12 @@ export async function testPlane(overrides: { maxAttempts?: number } = {}) {
     scheduler: { maxAttempts: overrides.maxAttempts ?? 3 },
   });
   const queue = new RecordingQueue();
+  const store = new MemoryStore();
   const plane: ControlPlane = createControlPlane({
     config,
-    store: new MemoryStore(),
+    store,
     queue,
-    pools: await buildPools(config, { log: silentLog, adapters }),
+    pools: await buildPools(config, { log: silentLog, adapters, store }),
     log: silentLog,
     adminKey: 'test-admin-key',
     validateResponses: true,

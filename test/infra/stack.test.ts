@@ -41,7 +41,7 @@ describe('the CDK app', () => {
 
   it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).length).toBe(6);
+    expect(Object.keys(functions).length).toBe(7);
     template.allResourcesProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -73,10 +73,12 @@ describe('the CDK app', () => {
       expect.stringMatching(/^ApiRole/),
       expect.stringMatching(/^ApiStreamRole/),
     ]);
-    const workers = policies.filter(([id]) => /^(Provision|Terminate|Sweep|Reconcile)Role/.test(id));
-    expect(workers.length).toBe(4);
+    const workers = policies.filter(([id]) =>
+      /^(Provision|Terminate|Sweep|Reconcile|PoolRefresh)Role/.test(id),
+    );
+    expect(workers.length).toBe(5);
     for (const [, policy] of workers) {
-      expect(JSON.stringify(policy.Properties.PolicyDocument)).not.toContain('secretsmanager:');
+      expect(JSON.stringify(policy.Properties.PolicyDocument)).not.toContain(`"Ref":"${secret}"`);
     }
   });
 
@@ -86,7 +88,7 @@ describe('the CDK app', () => {
       Environment: { Variables: Match.objectLike({ DIFFERENTLY_EVENT_BUS_NAME: { Ref: bus } }) },
     });
     for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
-      if (!/^(Api|ApiStream|Provision|Terminate|Sweep|Reconcile)Role/.test(id)) continue;
+      if (!/^(Api|ApiStream|Provision|Terminate|Sweep|Reconcile|PoolRefresh)Role/.test(id)) continue;
       const statements = policy.Properties.PolicyDocument.Statement as {
         Action: unknown;
         Resource: unknown;
@@ -144,7 +146,7 @@ describe('the CDK app', () => {
     });
   });
 
-  it.each(['sweep', 'reconcile'])(
+  it.each(['sweep', 'reconcile', 'pool-refresh'])(
     'schedules the %s every minute with its input, a short retry policy and a DLQ',
     (task) => {
       template.hasResourceProperties('AWS::Scheduler::Schedule', {
@@ -202,7 +204,7 @@ describe('the CDK app', () => {
 
   it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBe(11);
+    expect(alarms.length).toBe(12);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
   });
@@ -219,7 +221,22 @@ describe('provider credentials', () => {
       .filter(([, policy]) => JSON.stringify(policy.Properties.PolicyDocument).includes(arn))
       .map(([id]) => id.replace(/Role.*$/, ''))
       .sort();
-    expect(readersOf).toEqual(['Api', 'ApiStream', 'Provision', 'Reconcile', 'Terminate']);
+    expect(readersOf).toEqual(['Api', 'ApiStream', 'PoolRefresh', 'Provision', 'Reconcile', 'Terminate']);
+  });
+
+  it("lets the same functions read runtime pools' secrets under differently/pools/ only", () => {
+    const { template } = synth({ devMode: true, pools: [] });
+    const readers = Object.entries(template.findResources('AWS::IAM::Policy')).filter(([, policy]) =>
+      JSON.stringify(policy.Properties.PolicyDocument).includes(':secret:differently/pools/*'),
+    );
+    expect(readers.map(([id]) => id.replace(/Role.*$/, '')).sort()).toEqual([
+      'Api',
+      'ApiStream',
+      'PoolRefresh',
+      'Provision',
+      'Reconcile',
+      'Terminate',
+    ]);
   });
 });
 

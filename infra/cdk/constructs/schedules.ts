@@ -9,6 +9,7 @@ import { Construct } from 'constructs';
 export interface SchedulesProps {
   readonly sweep: IFunction;
   readonly reconcile: IFunction;
+  readonly poolRefresh: IFunction;
 }
 
 /**
@@ -27,7 +28,12 @@ export class Schedules extends Construct {
     });
     // The schedules' own role (instead of a stack-wide one), allowed to invoke only their targets.
     const role = new Role(this, 'InvokeRole', { assumedBy: new ServicePrincipal('scheduler.amazonaws.com') });
-    const every = (id: string, task: 'sweep' | 'reconcile', target: IFunction, description: string) =>
+    const every = (
+      id: string,
+      task: 'sweep' | 'reconcile' | 'pool-refresh',
+      target: IFunction,
+      description: string,
+    ) =>
       new Schedule(this, id, {
         description,
         schedule: ScheduleExpression.rate(Duration.minutes(1)),
@@ -45,6 +51,12 @@ export class Schedules extends Construct {
       'reconcile',
       props.reconcile,
       'Differently reconciler: orphans, adoption, lost instances',
+    );
+    every(
+      'PoolRefresh',
+      'pool-refresh',
+      props.poolRefresh,
+      'Differently pool-refresh: capabilities, health and capacity of every pool',
     );
   }
 }

@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { requireOrg } from '../auth.ts';
+import type { Config } from '../config.ts';
+import { trustReport } from '../policy/trust.ts';
+import type { PoolAdmin } from '../pool-admin.ts';
+import type { PoolRegistry } from '../pools.ts';
+import { listQuerySchema, pageOf } from '../schemas/common.ts';
+import {
+  createPoolSchema,
+  policySchema,
+  policyViewSchema,
+  poolDeletedSchema,
+  poolParams,
+  poolSchema,
+  templateViewSchema,
+  trustReportSchema,
+  updatePoolSchema,
+} from '../schemas/pools.ts';
+import {
+  createdKeySchema,
+  createProjectSchema,
+  orgSchema,
+  orgUsageSchema,
+  projectSchema,
+  setQuotaSchema,
+} from '../schemas/tenancy.ts';
+import type { Tenancy } from '../tenancy.ts';
+import { errorSchema, keyParams, orgParams } from './route-params.ts';
+import { type RouteDefinition, route } from './types.ts';
+
+export interface PolicyRouteDeps {
+  tenancy: Tenancy;
+  poolAdmin: PoolAdmin;
+  pools: PoolRegistry;
+  config: Config;
+}
+
+/** Projects, quotas, key rotation, pools, the placement policy, and what tenants may read of them. */
+export function policyRoutes(deps: PolicyRouteDeps): RouteDefinition[] {
+  const { tenancy, poolAdmin, pools, config } = deps;
+  return [
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs/{id}/projects',
+      summary: 'Create a project in an organization; keys and sandboxes can be restricted to it',
+      auth: 'admin',
+      params: orgParams,
+      body: createProjectSchema,
+      responses: { 201: projectSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 201,
+        body: await tenancy.createProject(params.id, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/projects',
+      summary: "List an organization's projects",
+      auth: 'admin',
+      params: orgParams,
+      query: listQuerySchema,
+      responses: { 200: pageOf(projectSchema), 404: errorSchema },
+      handle: async ({ params, query }) => ({
+        status: 200,
+        body: await tenancy.listProjects(params.id, query),
+      }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/admin/orgs/{id}/quota',
+      summary:
+        "Change some of an organization's limits; below current usage, new work waits and nothing stops",
+      auth: 'admin',
+      params: orgParams,
+      body: setQuotaSchema,
+      responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await tenancy.setQuota(params.id, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/keys/{id}/rotate',
+      summary: 'Rotate a key: a new key with the same org, name, role and project; the old one is revoked',
+      auth: 'admin',
+      params: keyParams,
+      responses: { 201: createdKeySchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ params, principal }) => ({
+        status: 201,
+        body: await tenancy.rotateKey(params.id, principal.keyId),
+      }),
+    }),
+
+    route({
+      method: 'GET',
+      path: '/v1/admin/pools',
+      summary: 'List pools (config file and admin API) with health, capabilities, capacity and active count',
+      auth: 'admin',
+      responses: { 200: pageOf(poolSchema) },
+      handle: async () => ({ status: 200, body: { items: await poolAdmin.list(), nextCursor: null } }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/pools',
+      summary:
+        'Register a pool at runtime; validated by building it (adapter kind, its config, the credential reference)',
+      auth: 'admin',
+      body: createPoolSchema,
+      responses: { 201: poolSchema, 400: errorSchema, 409: errorSchema },
+      handle: async ({ body, principal }) => ({
+        status: 201,
+        body: await poolAdmin.create(body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/pools/{name}',
+      summary:
+        'A pool with its health, capabilities, capacity and active count as pool-refresh last saw them',
+      auth: 'admin',
+      params: poolParams,
+      responses: { 200: poolSchema, 404: errorSchema },
+      handle: async ({ params }) => ({ status: 200, body: await poolAdmin.get(params.name) }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/v1/admin/pools/{name}',
+      summary: 'Change a pool registered through the API (config-file pools change by deploy: 409)',
+      auth: 'admin',
+      params: poolParams,
+      body: updatePoolSchema,
+      responses: { 200: poolSchema, 400: errorSchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await poolAdmin.update(params.name, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/admin/pools/{name}',
+      summary: 'Remove a pool registered through the API; refused (409) while it has live sandboxes',
+      auth: 'admin',
+      params: poolParams,
+      responses: { 200: poolDeletedSchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ params, principal }) => ({
+        status: 200,
+        body: await poolAdmin.delete(params.name, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/policy',
+      summary: 'The global placement policy in force, and whether it comes from the config file or the API',
+      auth: 'admin',
+      responses: { 200: policyViewSchema },
+      handle: async () => ({ status: 200, body: await poolAdmin.policy() }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/admin/policy',
+      summary: 'Replace the global placement policy (external placement allowed, which external pools)',
+      auth: 'admin',
+      body: policySchema,
+      responses: { 200: policyViewSchema, 400: errorSchema },
+      handle: async ({ body, principal }) => ({
+        status: 200,
+        body: await poolAdmin.setPolicy(body, principal.keyId),
+      }),
+    }),
+
+    route({
+      method: 'GET',
+      path: '/v1/usage',
+      summary: "The organization's quota, what it holds now, and what is left",
+      auth: 'org',
+      responses: { 200: orgUsageSchema },
+      handle: async ({ principal }) => ({
+        status: 200,
+        body: await tenancy.usage(requireOrg(principal).orgId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/templates',
+      summary: 'Templates this installation offers',
+      auth: 'org',
+      responses: { 200: z.object({ items: z.array(templateViewSchema) }) },
+      handle: async () => ({ status: 200, body: { items: config.templates } }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/trust',
+      summary:
+        "The trust report: each pool's operator, declared isolation, features and limitations; the placement policy",
+      auth: 'org',
+      responses: { 200: trustReportSchema },
+      handle: async () => ({ status: 200, body: await trustReport(pools, config) }),
+    }),
+  ];
+}

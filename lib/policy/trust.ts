@@ -1,0 +1,48 @@
+import type { Config } from '../config.ts';
+import type { Pool, PoolRegistry } from '../pools.ts';
+
+/**
+ * The trust report (GET /v1/trust): for each pool, who operates it, the isolation it declares and
+ * whether anything verifies it, what it really offers, what it does not do, and whether external work
+ * can reach it under the policy in force. Tenants read it to decide what to send where.
+ */
+export async function trustReport(pools: PoolRegistry, config: Config, now = new Date()) {
+  await pools.sync();
+  const policy = pools.policy();
+  const receives = (pool: Pool) =>
+    pool.config.trust === 'private' ||
+    (policy.allowExternal && policy.externalPools.includes(pool.config.name));
+  const entries = pools.list().map((pool) => {
+    const info = pool.adapter?.info();
+    const view = pools.view(pool.config.name);
+    const health = pools.health(pool.config.name, now.getTime());
+    const limitations = [...(info?.limitations ?? [])];
+    if (pool.adapter === undefined) {
+      limitations.unshift(
+        `no adapter in this build for kind ${pool.config.adapter}: the pool cannot run or reach sandboxes`,
+      );
+    }
+    if (pool.config.trust === 'external' && !receives(pool)) {
+      limitations.push('external pool not enabled by the placement policy: it receives no work');
+    }
+    return {
+      name: pool.config.name,
+      adapter: pool.config.adapter,
+      trust: pool.config.trust,
+      region: pool.config.region ?? null,
+      isolation: info?.isolation ?? 'unknown (no adapter)',
+      isolationVerified: info?.isolationVerified ?? false,
+      features: view?.capabilities?.features ?? pool.config.features ?? [],
+      healthy: health.healthy,
+      limitations,
+      receivesExternalWork: pool.config.trust === 'external' && receives(pool),
+    };
+  });
+  return {
+    policy: { ...policy, source: pools.policySource() },
+    pools: entries,
+    externalPoolsInUse: entries.filter((entry) => entry.receivesExternalWork).map((entry) => entry.name),
+    classifications: config.classifications,
+    generatedAt: now.toISOString(),
+  };
+}

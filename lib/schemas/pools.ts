@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
+import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
+
+/**
+ * POST /v1/admin/pools: the same fields as a pool in the config file. The adapter kind is checked by the
+ * registry so that a kind this build lacks is a 400 naming it, like any other bad field.
+ */
+export const createPoolSchema = poolConfigSchema.extend({ adapter: z.string().min(1).max(63) });
+
+/** PATCH /v1/admin/pools/{name}: any field but the name and the adapter kind; `null` clears an optional one. */
+export const updatePoolSchema = z
+  .strictObject({
+    trust: z.enum(['private', 'external']).optional(),
+    region: z.string().min(1).max(63).nullable().optional(),
+    maxConcurrency: z.int().min(0).optional(),
+    costModel: z
+      .strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) })
+      .nullable()
+      .optional(),
+    config: z.record(z.string(), z.unknown()).optional(),
+    credentials: credentialRefSchema.nullable().optional(),
+    features: z.array(z.string().min(1).max(64)).nullable().optional(),
+  })
+  .refine((patch) => Object.keys(patch).length > 0, { message: 'name at least one field to change' });
+
+export const poolParams = z.strictObject({
+  name: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'a pool name'),
+});
+
+export const poolHealthSchema = z.object({ healthy: z.boolean(), reason: z.string().nullable() });
+
+/** A pool as the admin API shows it: its settings, where it is defined, and what pool-refresh last saw. */
+export const poolSchema = z.object({
+  name: z.string(),
+  adapter: z.string(),
+  trust: z.enum(['private', 'external']),
+  region: z.string().optional(),
+  maxConcurrency: z.int(),
+  costModel: z.object({ cpuHour: z.number(), memoryGiBHour: z.number() }).optional(),
+  config: z.record(z.string(), z.unknown()),
+  /** The reference (an environment variable or a secret ARN), never the value. */
+  credentials: credentialRefSchema.optional(),
+  /** Effective features: the declared ones minus those whose interface the adapter lacks. */
+  features: z.array(z.string()),
+  source: z.enum(['config', 'api']),
+  health: poolHealthSchema,
+  capabilities: capabilitiesSchema.nullable(),
+  capacity: capacitySchema.nullable(),
+  /** Slots taken by provisioning, running, paused and stopped sandboxes. */
+  active: z.int(),
+  refreshedAt: z.string().nullable(),
+});
+export type PoolDetail = z.infer<typeof poolSchema>;
+
+export const poolDeletedSchema = z.object({ name: z.string(), deleted: z.literal(true) });
+
+export const policySchema = placementPolicySchema;
+export const policyViewSchema = z.object({
+  allowExternal: z.boolean(),
+  externalPools: z.array(z.string()),
+  /** `config` until an admin stores one with PUT /v1/admin/policy. */
+  source: z.enum(['config', 'api']),
+});
+
+export const trustPoolSchema = z.object({
+  name: z.string(),
+  adapter: z.string(),
+  trust: z.enum(['private', 'external']),
+  region: z.string().nullable(),
+  /** The isolation the adapter declares (or, with no adapter, unknown). */
+  isolation: z.string(),
+  /** Whether anything checks the isolation claim; most backends' is reported, not verified. */
+  isolationVerified: z.boolean(),
+  features: z.array(z.string()),
+  healthy: z.boolean(),
+  limitations: z.array(z.string()),
+  /** Whether the current policy lets this pool receive work from tenants whose classification allows it. */
+  receivesExternalWork: z.boolean(),
+});
+
+export const trustReportSchema = z.object({
+  policy: policyViewSchema,
+  pools: z.array(trustPoolSchema),
+  /** External pools that receive work under the current policy. */
+  externalPoolsInUse: z.array(z.string()),
+  classifications: z.record(
+    z.string(),
+    z.object({ allowExternal: z.boolean(), description: z.string().optional() }),
+  ),
+  generatedAt: z.string(),
+});
+
+export const templateViewSchema = z.object({
+  name: z.string(),
+  description: z.string().optional(),
+  image: z.string().optional(),
+});
