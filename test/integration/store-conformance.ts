@@ -5,7 +5,7 @@ import { ApiError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SandboxStatus } from '../../lib/sandbox-state.ts';
 import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
-import type { Store } from '../../lib/store/port.ts';
+import { installationChain, type Store } from '../../lib/store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../../lib/store/records.ts';
 import { sandboxRecord } from '../helpers/records.ts';
 
@@ -128,6 +128,94 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
         expect(await codeOf(store.createKey({ ...key, id: newId('key'), orgId: newId('org') }, admin))).toBe(
           'not_found',
         );
+      });
+    });
+
+    describe('projects, quota changes, pools, views and the policy', () => {
+      it('creates and pages projects per org; an unknown org is not_found', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const projects = [0, 1, 2].map((i) => ({
+          id: newId('project'),
+          orgId: org.id,
+          name: `p${i}`,
+          createdAt: new Date().toISOString(),
+        }));
+        for (const project of projects) await store.createProject(project, admin);
+        const first = await store.listProjects(org.id, { limit: 2 });
+        const rest = await store.listProjects(org.id, { limit: 2, cursor: first.nextCursor ?? undefined });
+        expect([...first.items, ...rest.items]).toEqual(projects);
+        expect(rest.nextCursor).toBeNull();
+        expect(await store.getProject(org.id, projects[0]?.id ?? '')).toEqual(projects[0]);
+        expect(await store.getProject(newId('org'), projects[0]?.id ?? '')).toBeUndefined();
+        const orphan = {
+          ...projects[0],
+          id: newId('project'),
+          orgId: newId('org'),
+          name: 'x',
+          createdAt: 'x',
+        };
+        expect(await codeOf(store.createProject(orphan, admin))).toBe('not_found');
+      });
+
+      it('moves headroom with a quota change: lowered below usage, new work is refused; raised, it fits', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxCPU: 4 });
+        const running = await created(store, org.id, { resources: { cpu: 2, memoryMiB: 512, diskGiB: 1 } });
+        await move(store, running, 'provisioning');
+        const lowered = await store.setQuota(org.id, { ...org.quota, maxCPU: 1 }, admin);
+        expect(lowered.quota.maxCPU).toBe(1);
+        expect((await store.getOrg(org.id))?.quota.maxCPU).toBe(1);
+        const next = await created(store, org.id, { resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 } });
+        expect(await codeOf(move(store, next, 'provisioning'))).toBe('quota_exceeded');
+        await store.setQuota(org.id, { ...org.quota, maxCPU: 3 }, admin);
+        const moved = await move(store, next, 'provisioning');
+        expect(moved.status).toBe('provisioning');
+        expect((await store.getUsage(org.id)).cpu).toBe(3);
+        expect(await codeOf(store.setQuota(newId('org'), org.quota, admin))).toBe('not_found');
+        expect((await verifyOrgChain(store, org.id)).ok).toBe(true);
+      });
+
+      it('stores runtime pools (create conflicts on a taken name), their views, and the policy', async () => {
+        const store = await subject.create();
+        const now = new Date().toISOString();
+        const pool = {
+          name: 'lab',
+          adapter: 'firecracker',
+          trust: 'private' as const,
+          maxConcurrency: 3,
+          config: { endpoint: 'https://lab' },
+          createdAt: now,
+          updatedAt: now,
+        };
+        await store.putPool(pool, 'create', admin);
+        expect(await codeOf(store.putPool(pool, 'create', admin))).toBe('conflict');
+        expect(await codeOf(store.putPool({ ...pool, name: 'nope' }, 'replace', admin))).toBe('not_found');
+        await store.putPool({ ...pool, maxConcurrency: 5 }, 'replace', admin);
+        expect(await store.getPool('lab')).toEqual({ ...pool, maxConcurrency: 5 });
+        expect((await store.listPools()).map((p) => p.name)).toEqual(['lab']);
+        const view = {
+          pool: 'lab',
+          healthy: false,
+          reason: 'no adapter for kind firecracker in this build',
+          capabilities: null,
+          capacity: null,
+          refreshedAt: now,
+        };
+        await store.putPoolView(view);
+        await store.putPoolView({ ...view, refreshedAt: 'later' });
+        expect(await store.listPoolViews()).toEqual([{ ...view, refreshedAt: 'later' }]);
+        expect(await store.getPolicy()).toBeUndefined();
+        await store.putPolicy({ allowExternal: true, externalPools: ['lab'] }, admin);
+        expect(await store.getPolicy()).toEqual({ allowExternal: true, externalPools: ['lab'] });
+        await store.deletePool('lab', admin);
+        expect(await store.getPool('lab')).toBeUndefined();
+        expect(await store.listPoolViews()).toEqual([]);
+        expect(await codeOf(store.deletePool('lab', admin))).toBe('not_found');
+        // Every change was recorded in the installation's own chain.
+        await store.linkAudit(installationChain);
+        const chain = await verifyOrgChain(store, installationChain);
+        expect(chain).toMatchObject({ ok: true, checked: 4 });
       });
     });
 
