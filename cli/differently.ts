@@ -1,9 +1,16 @@
 #!/usr/bin/env node
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parseConfigText } from '../lib/config.ts';
+import type { z } from 'zod';
+import { formatIssues, parseConfigText } from '../lib/config.ts';
 import { credentialResolver } from '../lib/credentials.ts';
-import { DifferentlyClient, DifferentlyError, DifferentlyNetworkError } from '../sdk/index.ts';
+import { createPoolSchema, updatePoolSchema } from '../lib/schemas/pools.ts';
+import {
+  DifferentlyClient,
+  DifferentlyError,
+  DifferentlyNetworkError,
+  type PoolDetail,
+} from '../sdk/index.ts';
 
 const help: Record<string, string> = {
   '': `differently: the Differently CLI
@@ -17,7 +24,9 @@ Commands:
   snapshots create|list|delete       snapshots
   fork <id>                          fork a sandbox
   ports <id> <port>                  expose a port
-  admin orgs|keys|reconcile          tenancy and operations (admin key)
+  usage | templates | trust          the org's quota and usage; templates; the trust report
+  admin orgs|projects|keys|pools|policy|reconcile
+                                     tenancy, pools, placement policy, operations (admin key)
   audit list|verify                  the org's audit events; recompute the chains (admin key)
   preflight --config FILE            validate a config and check every credential reference
 
@@ -43,9 +52,20 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
   differently snapshots delete <snapshot-id>`,
   fork: 'Usage: differently fork <id> [--wait]',
   ports: 'Usage: differently ports <id> <port>',
+  usage: "Usage: differently usage    the org's quota, what it holds and what is left",
+  templates: 'Usage: differently templates    the templates this installation offers',
+  trust: "Usage: differently trust    each pool's trust, isolation, features and limitations; the policy",
   admin: `Usage:
   differently admin orgs create <name> | orgs list | orgs get <id>
-  differently admin keys create <org-id> <name> [--project P] | keys list <org-id> | keys revoke <key-id>
+  differently admin orgs quota <org-id> maxCPU=N [maxMemoryMiB=N maxDiskGiB=N maxSandboxes=N maxSnapshots=N]
+  differently admin projects create <org-id> <name> | projects list <org-id>
+  differently admin keys create <org-id> <name> [--project P] [--role admin|member]
+  differently admin keys list <org-id> | keys revoke <key-id> | keys rotate <key-id>
+  differently admin pools list | pools get <name> | pools delete <name>
+  differently admin pools create --file POOL.json      (the fields of a pool in the config file)
+  differently admin pools update <name> --file PATCH.json
+  differently admin policy get
+  differently admin policy set [--allow-external] [--external-pool NAME]...
   differently admin reconcile`,
   audit: `Usage:
   differently audit list              the org's audit events (org key)
@@ -76,6 +96,10 @@ const options = {
   project: { type: 'string' },
   org: { type: 'string' },
   config: { type: 'string' },
+  role: { type: 'string' },
+  file: { type: 'string' },
+  'allow-external': { type: 'boolean' },
+  'external-pool': { type: 'string', multiple: true },
 } as const;
 
 function pairs(values: string[] | undefined, what: string): Record<string, string> {
@@ -270,8 +294,18 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'admin orgs': {
-      const [verb, arg] = rest;
-      if (verb === 'create') {
+      const [verb, arg, ...limits] = rest;
+      if (verb === 'quota') {
+        const change: Record<string, number> = {};
+        for (const [field, value] of Object.entries(pairs(limits, 'limit'))) change[field] = Number(value);
+        const org = await client.admin.setQuota(need(arg, 'org-id'), change);
+        print(org, () =>
+          table(
+            [{ id: org.id, ...org.quota }],
+            ['id', 'maxCPU', 'maxMemoryMiB', 'maxDiskGiB', 'maxSandboxes', 'maxSnapshots'],
+          ),
+        );
+      } else if (verb === 'create') {
         const org = await client.admin.createOrg({ name: need(arg, 'name') });
         print(org, () => table([org], ['id', 'name']));
       } else if (verb === 'get') {
@@ -286,12 +320,22 @@ async function main(argv: string[]): Promise<number> {
     case 'admin keys': {
       const [verb, first, second] = rest;
       if (verb === 'create') {
+        if (values.role !== undefined && values.role !== 'admin' && values.role !== 'member') {
+          throw new UsageError('--role is admin or member');
+        }
         const created = await client.admin.createKey(need(first, 'org-id'), {
           name: need(second, 'name'),
           ...(values.project !== undefined && { projectId: values.project }),
+          ...(values.role !== undefined && { role: values.role }),
         });
         // The only time a key's secret is shown.
         print(created, () => `${created.id}\n${created.key}\n(the key is shown only now)`);
+      } else if (verb === 'rotate') {
+        const rotated = await client.admin.rotateKey(need(first, 'key-id'));
+        print(
+          rotated,
+          () => `${rotated.id}\n${rotated.key}\n(the new key is shown only now; ${first} is revoked)`,
+        );
       } else if (verb === 'revoke') {
         const key = await client.admin.revokeKey(need(first, 'key-id'));
         print(key, () => `${key.id} revoked`);
@@ -299,6 +343,111 @@ async function main(argv: string[]): Promise<number> {
         const page = await client.admin.listKeys(need(first, 'org-id'), { limit: 100 });
         print(page, () => table(page.items, ['id', 'name', 'role', 'revokedAt']));
       }
+      return 0;
+    }
+    case 'admin projects': {
+      const [verb, first, second] = rest;
+      if (verb === 'create') {
+        const project = await client.admin.createProject(need(first, 'org-id'), {
+          name: need(second, 'name'),
+        });
+        print(project, () => table([project], ['id', 'orgId', 'name']));
+      } else {
+        const page = await client.admin.listProjects(need(first, 'org-id'), { limit: 100 });
+        print(page, () => table(page.items, ['id', 'name', 'createdAt']));
+      }
+      return 0;
+    }
+    case 'admin pools': {
+      const [verb, name] = rest;
+      const poolColumns = [
+        'name',
+        'adapter',
+        'trust',
+        'region',
+        'healthy',
+        'active',
+        'maxConcurrency',
+        'source',
+      ];
+      const row = (pool: PoolDetail) => ({
+        ...pool,
+        healthy: pool.health.healthy ? 'yes' : `no: ${pool.health.reason}`,
+      });
+      if (verb === 'create' || verb === 'update') {
+        const body = await jsonFile(values.file);
+        // Checked here with the server's own schemas, so a typo is named before anything is sent.
+        const pool =
+          verb === 'create'
+            ? await client.admin.createPool(checked(createPoolSchema, body, values.file))
+            : await client.admin.updatePool(need(name, 'name'), checked(updatePoolSchema, body, values.file));
+        print(pool, () => table([row(pool)], poolColumns));
+      } else if (verb === 'get') {
+        const pool = await client.admin.getPool(need(name, 'name'));
+        print(pool, () =>
+          [
+            table([row(pool)], poolColumns),
+            `features: ${pool.features.join(', ') || '(none)'}`,
+            `capacity: ${pool.capacity === null ? 'not reported' : pool.capacity.bounded ? `${pool.capacity.freeCPU} cpu, ${pool.capacity.freeMemoryMiB} MiB free` : 'unbounded'}`,
+            `refreshed: ${pool.refreshedAt ?? 'never'}`,
+          ].join('\n'),
+        );
+      } else if (verb === 'delete') {
+        const deleted = await client.admin.deletePool(need(name, 'name'));
+        print(deleted, () => `${deleted.name} deleted`);
+      } else {
+        const page = await client.admin.listPools();
+        print(page, () => table(page.items.map(row), poolColumns));
+      }
+      return 0;
+    }
+    case 'admin policy': {
+      const [verb] = rest;
+      const policy =
+        verb === 'set'
+          ? await client.admin.setPolicy({
+              allowExternal: values['allow-external'] === true,
+              externalPools: values['external-pool'] ?? [],
+            })
+          : await client.admin.getPolicy();
+      print(
+        policy,
+        () =>
+          `external placement: ${policy.allowExternal ? 'allowed' : 'not allowed'}\nexternal pools: ${policy.externalPools.join(', ') || '(none)'}\nsource: ${policy.source}`,
+      );
+      return 0;
+    }
+    case 'usage': {
+      const usage = await client.usage();
+      const rows = Object.entries(usage.usage).map(([field, used]) => ({
+        field,
+        used,
+        available: usage.available[field as keyof typeof usage.available],
+      }));
+      print(usage, () => table(rows, ['field', 'used', 'available']));
+      return 0;
+    }
+    case 'templates': {
+      const templates = await client.templates();
+      print(templates, () => table(templates.items, ['name', 'description', 'image']));
+      return 0;
+    }
+    case 'trust': {
+      const report = await client.trust();
+      print(report, () =>
+        [
+          table(
+            report.pools.map((p) => ({
+              ...p,
+              verified: p.isolationVerified ? 'yes' : 'no',
+              external: p.receivesExternalWork ? 'yes' : 'no',
+            })),
+            ['name', 'adapter', 'trust', 'isolation', 'verified', 'external'],
+          ),
+          `policy: external placement ${report.policy.allowExternal ? 'allowed' : 'not allowed'} (${report.externalPoolsInUse.join(', ') || 'no external pools in use'})`,
+          ...report.pools.flatMap((p) => p.limitations.map((l) => `${p.name}: ${l}`)),
+        ].join('\n'),
+      );
       return 0;
     }
     case 'admin reconcile': {
@@ -324,6 +473,26 @@ async function main(argv: string[]): Promise<number> {
     }
     default:
       throw new UsageError(help[group] ?? help[''] ?? '');
+  }
+}
+
+function checked<S extends z.ZodType>(schema: S, body: unknown, source = 'body'): z.output<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) throw new UsageError(`${source}: ${formatIssues(result.error.issues)}`);
+  return result.data;
+}
+
+/** A JSON body from a file (`--file`), checked against the route's schema before it is sent. */
+async function jsonFile(path: string | undefined): Promise<unknown> {
+  if (path === undefined) throw new UsageError('--file FILE is required (a JSON body)');
+  const text = await readFile(path, 'utf8').catch(() => {
+    throw new UsageError(`cannot read ${path}`);
+  });
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed;
+  } catch (error) {
+    throw new UsageError(`${path} is not JSON: ${(error as Error).message}`);
   }
 }
 

@@ -167,8 +167,98 @@ describe('the differently CLI', () => {
     expect(good.stdout).toContain('ok (1 pools)');
   });
 
+  it('administers projects, quotas, key rotation, pools and the policy; tenants read usage and trust', async () => {
+    const asAdmin = ['--endpoint', e.runtime.url, '--key', e.runtime.adminKey, '--json'];
+    const json = async (args: string[], env: Record<string, string> = {}) => {
+      const run = await cli(args, env);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+      const parsed: unknown = JSON.parse(run.stdout);
+      return z.record(z.string(), z.unknown()).parse(parsed);
+    };
+    const org = await json(['admin', 'orgs', 'create', 'ops', ...asAdmin]);
+    const orgId = String(org.id);
+    const project = await json(['admin', 'projects', 'create', orgId, 'web', ...asAdmin]);
+    expect(project).toMatchObject({ orgId, name: 'web' });
+    const listed = await json(['admin', 'projects', 'list', orgId, ...asAdmin]);
+    expect(listed.items).toEqual([project]);
+    const quota = await json(['admin', 'orgs', 'quota', orgId, 'maxCPU=6', 'maxSandboxes=4', ...asAdmin]);
+    expect(quota.quota).toMatchObject({ maxCPU: 6, maxSandboxes: 4 });
+    const key = await json([
+      'admin',
+      'keys',
+      'create',
+      orgId,
+      'ci',
+      '--project',
+      String(project.id),
+      ...asAdmin,
+    ]);
+    const rotated = await json(['admin', 'keys', 'rotate', String(key.id), ...asAdmin]);
+    expect(rotated.projectId).toBe(project.id);
+    const tenantEnv = { DIFFERENTLY_ENDPOINT: e.runtime.url, DIFFERENTLY_API_KEY: String(rotated.key) };
+    const usage = await json(['usage', '--json'], tenantEnv);
+    expect(usage.quota).toMatchObject({ maxCPU: 6 });
+    const old = await cli(['usage'], { ...tenantEnv, DIFFERENTLY_API_KEY: String(key.key) });
+    expect(old.code).toBe(1);
+    expect(old.stderr).toContain('unauthenticated');
+
+    const poolFile = join(dir, 'pool.json');
+    await writeFile(
+      poolFile,
+      JSON.stringify({ name: 'partner', adapter: 'fake', trust: 'external', region: 'x-1' }),
+    );
+    const pool = await json(['admin', 'pools', 'create', '--file', poolFile, ...asAdmin]);
+    expect(pool).toMatchObject({ name: 'partner', trust: 'external', source: 'api' });
+    await writeFile(poolFile, JSON.stringify({ maxConcurrency: 3 }));
+    expect(await json(['admin', 'pools', 'update', 'partner', '--file', poolFile, ...asAdmin])).toMatchObject(
+      {
+        maxConcurrency: 3,
+      },
+    );
+    const table = await cli([
+      'admin',
+      'pools',
+      'list',
+      '--endpoint',
+      e.runtime.url,
+      '--key',
+      e.runtime.adminKey,
+    ]);
+    expect(table.stdout).toMatch(/^NAME\s+ADAPTER\s+TRUST/);
+    expect(table.stdout).toMatch(/partner\s+fake\s+external/);
+    await writeFile(poolFile, JSON.stringify({ name: 'typo', adapter: 'fake', maxConcurency: 1 }));
+    const bad = await cli(['admin', 'pools', 'create', '--file', poolFile, ...asAdmin]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('maxConcurency: unknown field');
+    const policy = await json([
+      'admin',
+      'policy',
+      'set',
+      '--allow-external',
+      '--external-pool',
+      'partner',
+      ...asAdmin,
+    ]);
+    expect(policy).toEqual({ allowExternal: true, externalPools: ['partner'], source: 'api' });
+    const trust = await cli(['trust'], tenantEnv);
+    expect(trust.stdout).toMatch(/partner\s+fake\s+external/);
+    expect(trust.stdout).toContain('external placement allowed (partner)');
+    await json(['admin', 'policy', 'set', ...asAdmin]);
+    expect((await json(['admin', 'pools', 'delete', 'partner', ...asAdmin])).deleted).toBe(true);
+  });
+
   it('answers --help on every command', async () => {
-    for (const command of [[], ['sandboxes'], ['exec'], ['files'], ['snapshots'], ['admin'], ['preflight']]) {
+    for (const command of [
+      [],
+      ['sandboxes'],
+      ['exec'],
+      ['files'],
+      ['snapshots'],
+      ['admin'],
+      ['preflight'],
+      ['usage'],
+      ['trust'],
+    ]) {
       const run = await cli([...command, '--help']);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^(Usage|differently)/);
