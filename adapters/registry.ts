@@ -8,6 +8,7 @@ import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib
 import type { Store } from '../lib/store/port.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
+import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
 
 /** Builds a pool's adapter from its settings and, when the pool references one, its resolved credential. */
 type AdapterFactory = (pool: PoolSpec, credential: string | undefined) => ExecutionAdapter;
@@ -30,6 +31,7 @@ export function configOf<S extends z.ZodType>(pool: PoolSpec, schema: S): z.infe
 export const adapterFactories: Record<string, AdapterFactory> = {
   devhost: (pool) => new DevhostAdapter(configOf(pool, devhostConfigSchema)),
   fake: () => new FakeAdapter(),
+  remote: (pool, credential) => new RemoteAdapter(configOf(pool, remoteConfigSchema), credential),
 };
 
 export interface BuildPoolsOptions {

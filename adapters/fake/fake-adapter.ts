@@ -68,6 +68,8 @@ export interface FakeAdapterOptions {
 
 interface FakeInstance extends Instance {
   installation: string;
+  /** The sandbox's env: the base of every exec's env, as on a real backend. */
+  env: Record<string, string>;
   cpu: number;
   memoryMiB: number;
   files: Map<string, Uint8Array>;
@@ -85,6 +87,12 @@ export const fakeDefaultFeatures = [
   'fork',
   'ports.expose',
 ];
+
+function withBaseEnv(request: ExecRequest, instance: FakeInstance): ExecRequest {
+  return Object.keys(instance.env).length === 0
+    ? request
+    : { ...request, env: { ...instance.env, ...request.env } };
+}
 
 /** The default exec: a command's text comes back on stdout, exit code 0. */
 const echoExec: FakeExecFunc = (request) => ({
@@ -123,6 +131,11 @@ export class FakeAdapter
     this.#failures.set(method, queue);
   }
 
+  /** Forget every queued failure (a backend that recovered). */
+  clearFailures(): void {
+    this.#failures.clear();
+  }
+
   setExec(exec: FakeExecFunc | undefined): void {
     this.#options.exec = exec;
   }
@@ -152,6 +165,7 @@ export class FakeAdapter
       sandboxId,
       state,
       installation,
+      env: {},
       cpu: 0,
       memoryMiB: 0,
       files: new Map(),
@@ -232,6 +246,7 @@ export class FakeAdapter
         sandboxId: request.id,
         state: 'running',
         installation: request.installation,
+        env: { ...request.env },
         cpu: request.resources.cpu,
         memoryMiB: request.resources.memoryMiB,
         files,
@@ -258,12 +273,12 @@ export class FakeAdapter
 
   async exec(ref: string, request: ExecRequest): Promise<ExecResult> {
     const instance = await this.#enter('exec', () => this.#running(ref));
-    return (this.#options.exec ?? echoExec)(request, strip(instance));
+    return (this.#options.exec ?? echoExec)(withBaseEnv(request, instance), strip(instance));
   }
 
   async execStream(ref: string, request: ExecRequest, emit: (event: ExecEvent) => void): Promise<number> {
     const instance = await this.#enter('execStream', () => this.#running(ref));
-    const result = await (this.#options.exec ?? echoExec)(request, strip(instance));
+    const result = await (this.#options.exec ?? echoExec)(withBaseEnv(request, instance), strip(instance));
     if (result.stdout !== '') emit({ stream: 'stdout', data: result.stdout });
     if (result.stderr !== '') emit({ stream: 'stderr', data: result.stderr });
     return result.exitCode;

@@ -1,0 +1,59 @@
+import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
+
+/** The structured result (Function URLs also accept a bare string, which this never returns). */
+export type FunctionUrlResult = Exclude<LambdaFunctionURLResult, string>;
+
+import type { ProtocolHandler } from './handler.ts';
+
+/**
+ * The protocol behind a Lambda Function URL. Function URLs buffer responses unless the function streams,
+ * so a streamed exec is collected and returned whole here (the client reads it as NDJSON all the same);
+ * run the Node server where output must arrive as produced.
+ */
+export function lambdaAdapterHandler(handler: ProtocolHandler) {
+  return async (event: LambdaFunctionURLEvent): Promise<FunctionUrlResult> => {
+    const headers: Record<string, string | undefined> = {};
+    for (const [name, value] of Object.entries(event.headers ?? {})) headers[name.toLowerCase()] = value;
+    const body =
+      event.body === undefined
+        ? undefined
+        : Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
+    const method = event.requestContext.http.method;
+    const limit = handler.bodyLimit(method, event.rawPath);
+    if (body !== undefined && body.length > limit) {
+      return {
+        statusCode: 413,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          error: {
+            code: 'payload_too_large',
+            message: `the request body is larger than ${limit} bytes`,
+            details: {},
+          },
+        }),
+      };
+    }
+    const response = await handler({
+      method,
+      path: event.rawPath,
+      query: new URLSearchParams(event.rawQueryString ?? ''),
+      headers,
+      body,
+    });
+    let text = typeof response.body === 'string' ? response.body : undefined;
+    if (response.stream !== undefined) {
+      const lines: string[] = [];
+      await response.stream((line) => lines.push(line));
+      text = lines.join('');
+    }
+    if (text === undefined && Buffer.isBuffer(response.body)) {
+      return {
+        statusCode: response.status,
+        headers: response.headers,
+        body: response.body.toString('base64'),
+        isBase64Encoded: true,
+      };
+    }
+    return { statusCode: response.status, headers: response.headers, body: text ?? '' };
+  };
+}

@@ -1,0 +1,334 @@
+/**
+ * The `remote` adapter kind: a client of the adapter HTTP protocol, so any fleet (libvirt, Proxmox, a
+ * cloud account) plugs in as a pool without a new build. It implements every optional interface; what
+ * the pool advertises is what the plugin declares on /info (already filtered there).
+ */
+import { z } from 'zod';
+import {
+  type AdapterInfo,
+  adapterProtocolVersion,
+  type CallOptions,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecEvent,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type Lifecycle,
+  type Pauser,
+  type PortExposer,
+  type SnapshotInfo,
+  type Snapshotter,
+  type Streamer,
+} from '../../lib/adapter/contract.ts';
+import { ApiError, errors, isApiError } from '../../lib/errors.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import {
+  capacitySchema,
+  envelopeSchema,
+  execResultSchema,
+  fileInfoSchema,
+  healthSchema,
+  infoResponseSchema,
+  instanceSchema,
+  maxStreamLineBytes,
+  portSchema,
+  protocolBase,
+  protocolHeader,
+  snapshotSchema,
+  streamLineSchema,
+} from '../protocol/wire.ts';
+
+export const remoteConfigSchema = z.strictObject({
+  /** The plugin server's base URL (the protocol's routes live under /adapter/v1). */
+  endpoint: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
+  /** Upper bound on one request; the caller's own deadline applies first. Default 2 h 15 min. */
+  timeoutSeconds: z
+    .int()
+    .min(1)
+    .max(24 * 3600)
+    .default(8100),
+});
+export type RemoteConfig = z.infer<typeof remoteConfigSchema>;
+
+type Fetch = typeof fetch;
+
+export class RemoteAdapter
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+{
+  readonly #base: string;
+  readonly #token: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #fetch: Fetch;
+  #info: AdapterInfo | undefined;
+
+  constructor(config: RemoteConfig, token?: string, fetchImpl: Fetch = fetch) {
+    this.#base = config.endpoint.replace(/\/+$/, '');
+    this.#token = token;
+    this.#timeoutMs = config.timeoutSeconds * 1000;
+    this.#fetch = fetchImpl;
+  }
+
+  /** What the plugin said of itself on its last /info; before that, a placeholder naming the endpoint. */
+  info(): AdapterInfo {
+    return (
+      this.#info ?? {
+        kind: 'remote',
+        version: 'unknown',
+        trust: 'private',
+        isolation: `declared by the plugin at ${this.#base} (not yet read)`,
+        protocol: adapterProtocolVersion,
+      }
+    );
+  }
+
+  async capabilities(opts?: CallOptions): Promise<Capabilities> {
+    const body = await this.#json('GET', '/info', infoResponseSchema, opts);
+    // E0.25: a server of another protocol version is refused, naming both.
+    if (body.info.protocol !== adapterProtocolVersion) {
+      throw errors.providerUnavailable(
+        `the plugin at ${this.#base} speaks adapter protocol ${body.info.protocol}; this control plane speaks ${adapterProtocolVersion}`,
+        { endpoint: this.#base, serverProtocol: body.info.protocol, clientProtocol: adapterProtocolVersion },
+      );
+    }
+    this.#info = { ...body.info, kind: `remote:${body.info.kind}` };
+    return body.capabilities;
+  }
+
+  capacity(opts?: CallOptions): Promise<Capacity> {
+    return this.#json('GET', '/capacity', capacitySchema, opts);
+  }
+
+  async health(opts?: CallOptions): Promise<void> {
+    await this.#json('GET', '/health', healthSchema, opts);
+  }
+
+  create(req: CreateRequest, opts?: CallOptions): Promise<Instance> {
+    return this.#json('POST', '/instances', instanceSchema, opts, req);
+  }
+
+  get(ref: string, opts?: CallOptions): Promise<Instance> {
+    return this.#json('GET', `/instances/${enc(ref)}`, instanceSchema, opts);
+  }
+
+  list(installation: string, opts?: CallOptions): Promise<Instance[]> {
+    return this.#json('GET', `/instances?installation=${enc(installation)}`, z.array(instanceSchema), opts);
+  }
+
+  async delete(ref: string, opts?: CallOptions): Promise<void> {
+    try {
+      await this.#send('DELETE', `/instances/${enc(ref)}`, opts);
+    } catch (error) {
+      // Idempotent delete: a missing instance is already what was asked for.
+      if (isApiError(error) && error.code === 'not_found') return;
+      throw error;
+    }
+  }
+
+  exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
+    return this.#json('POST', `/instances/${enc(ref)}/exec`, execResultSchema, opts, req);
+  }
+
+  async execStream(
+    ref: string,
+    req: ExecRequest,
+    emit: (event: ExecEvent) => void,
+    opts?: CallOptions,
+  ): Promise<number> {
+    const response = await this.#send('POST', `/instances/${enc(ref)}/exec?stream=1`, opts, req);
+    if (response.body === null) throw this.#unavailable('the stream has no body');
+    const decoder = new TextDecoder();
+    let buffered = '';
+    const handle = (line: string): number | undefined => {
+      if (line.trim() === '') return undefined;
+      if (Buffer.byteLength(line) > maxStreamLineBytes) {
+        throw this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
+      }
+      let raw: unknown;
+      try {
+        raw = JSON.parse(line);
+      } catch {
+        throw this.#unavailable('the stream carried a line that is not JSON');
+      }
+      const event = streamLineSchema.safeParse(raw);
+      if (!event.success) throw this.#unavailable('the stream carried an unknown event');
+      if ('exitCode' in event.data) return event.data.exitCode;
+      if ('error' in event.data)
+        throw errors.providerUnavailable(`the plugin's stream failed: ${event.data.error}`);
+      emit(event.data);
+      return undefined;
+    };
+    for await (const chunk of response.body) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let newline = buffered.indexOf('\n');
+      while (newline >= 0) {
+        const exit = handle(buffered.slice(0, newline));
+        if (exit !== undefined) return exit;
+        buffered = buffered.slice(newline + 1);
+        newline = buffered.indexOf('\n');
+      }
+      if (Buffer.byteLength(buffered) > maxStreamLineBytes) {
+        throw this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
+      }
+    }
+    const last = handle(buffered);
+    if (last !== undefined) return last;
+    throw this.#unavailable('the stream ended without its final event');
+  }
+
+  async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
+    const response = await this.#send('GET', `/instances/${enc(ref)}/files/content?path=${enc(path)}`, opts);
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
+    await this.#send(
+      'PUT',
+      `/instances/${enc(ref)}/files/content?path=${enc(path)}`,
+      opts,
+      undefined,
+      content,
+    );
+  }
+
+  listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
+    return this.#json('GET', `/instances/${enc(ref)}/files?path=${enc(path)}`, z.array(fileInfoSchema), opts);
+  }
+
+  async stop(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `/instances/${enc(ref)}/stop`, opts);
+  }
+
+  async start(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `/instances/${enc(ref)}/start`, opts);
+  }
+
+  async pause(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `/instances/${enc(ref)}/pause`, opts);
+  }
+
+  async resume(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `/instances/${enc(ref)}/resume`, opts);
+  }
+
+  snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo> {
+    return this.#json('POST', `/instances/${enc(ref)}/snapshots`, snapshotSchema, opts, { kind });
+  }
+
+  async deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void> {
+    try {
+      await this.#send('DELETE', `/snapshots/${enc(snapshotRef)}`, opts);
+    } catch (error) {
+      if (isApiError(error) && error.code === 'not_found') return;
+      throw error;
+    }
+  }
+
+  async exposePort(ref: string, port: number, opts?: CallOptions): Promise<string> {
+    return (await this.#json('POST', `/instances/${enc(ref)}/ports`, portSchema, opts, { port })).url;
+  }
+
+  async #json<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    opts?: CallOptions,
+    body?: unknown,
+  ): Promise<z.infer<S>> {
+    const response = await this.#send(method, path, opts, body);
+    const text = await response.text();
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw this.#unavailable(`${method} ${path} answered ${response.status} with a body that is not JSON`);
+    }
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) {
+      throw this.#unavailable(`${method} ${path} answered ${response.status} with an unexpected body`);
+    }
+    return parsed.data;
+  }
+
+  /** One request: a 2xx response with the protocol header, or the error the server or transport gave. */
+  async #send(
+    method: string,
+    path: string,
+    opts?: CallOptions,
+    body?: unknown,
+    raw?: Uint8Array,
+  ): Promise<Response> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const signal = opts?.signal === undefined ? timeout : AbortSignal.any([opts.signal, timeout]);
+    let response: Response;
+    try {
+      response = await this.#fetch(`${this.#base}${protocolBase}${path}`, {
+        method,
+        signal,
+        headers: {
+          ...(this.#token !== undefined && this.#token !== '' && { authorization: `Bearer ${this.#token}` }),
+          ...(body !== undefined && { 'content-type': 'application/json' }),
+          ...(raw !== undefined && { 'content-type': 'application/octet-stream' }),
+        },
+        ...(body !== undefined && { body: JSON.stringify(body) }),
+        ...(raw !== undefined && { body: raw }),
+      });
+    } catch (error) {
+      const reason = signal.aborted ? 'timed out or was cancelled' : (error as Error).message;
+      throw errors.providerUnavailable(`the plugin at ${this.#base} could not be reached: ${reason}`, {
+        endpoint: this.#base,
+      });
+    }
+    const version = response.headers.get(protocolHeader);
+    if (version !== adapterProtocolVersion) {
+      await response.body?.cancel();
+      throw errors.providerUnavailable(
+        version === null
+          ? `${this.#base} did not answer as a Differently adapter (no ${protocolHeader} header; status ${response.status})`
+          : `the plugin at ${this.#base} speaks adapter protocol ${version}; this control plane speaks ${adapterProtocolVersion}`,
+        {
+          endpoint: this.#base,
+          status: response.status,
+          serverProtocol: version,
+          clientProtocol: adapterProtocolVersion,
+        },
+      );
+    }
+    if (response.ok) return response;
+    const text = await response.text();
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      payload = undefined;
+    }
+    const envelope = envelopeSchema.safeParse(payload);
+    if (!envelope.success) {
+      throw this.#unavailable(`${method} ${path} answered ${response.status} without an error envelope`, {
+        status: response.status,
+      });
+    }
+    const { code, message, details } = envelope.data.error;
+    // 401 from the plugin is our credential being refused: an outage of this pool, never echoing the token.
+    if (code === 'unauthenticated') {
+      throw errors.providerUnavailable(`the plugin at ${this.#base} rejected the credentials`, {
+        endpoint: this.#base,
+        status: response.status,
+      });
+    }
+    throw new ApiError(code, message, { ...details, endpoint: this.#base });
+  }
+
+  #unavailable(message: string, details: Record<string, unknown> = {}): ApiError {
+    return errors.providerUnavailable(`remote adapter ${this.#base}: ${message}`, {
+      endpoint: this.#base,
+      ...details,
+    });
+  }
+}
+
+function enc(value: string): string {
+  return encodeURIComponent(value);
+}
