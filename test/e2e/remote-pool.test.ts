@@ -42,7 +42,7 @@ describe('a remote pool on the local runtime, with the plugin server in a child 
     delete process.env.DIFFERENTLY_TEST_LAB_TOKEN;
   });
 
-  it('registers the pool and shows what the plugin declares, with the operator's trust', async () => {
+  it('registers the pool and shows what the plugin declares, with the operator trust', async () => {
     const pool = await admin.admin.createPool({
       name: 'lab',
       adapter: 'remote',
