@@ -8,6 +8,7 @@ import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib
 import type { Store } from '../lib/store/port.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
+import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
 import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
 
 /** Builds a pool's adapter from its settings and, when the pool references one, its resolved credential. */
@@ -32,6 +33,8 @@ export const adapterFactories: Record<string, AdapterFactory> = {
   devhost: (pool) => new DevhostAdapter(configOf(pool, devhostConfigSchema)),
   fake: () => new FakeAdapter(),
   remote: (pool, credential) => new RemoteAdapter(configOf(pool, remoteConfigSchema), credential),
+  opensandbox: (pool, credential) =>
+    new OpenSandboxAdapter(configOf(pool, openSandboxConfigSchema), credential, pool.features),
 };
 
 export interface BuildPoolsOptions {

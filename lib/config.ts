@@ -4,7 +4,14 @@ import { errors } from './errors.ts';
 import { requestedResourcesSchema } from './schemas/sandboxes.ts';
 
 /** Adapter kinds this build knows. A pool naming any other kind is refused at validation. */
-export const knownAdapterKinds = ['devhost', 'fake', 'remote'] as const;
+export const knownAdapterKinds = [
+  'devhost',
+  'fake',
+  'remote',
+  'opensandbox',
+  'daytona',
+  'freestyle',
+] as const;
 /** Kinds that run sandboxes without isolation: only allowed when the control plane runs in dev mode. */
 export const devOnlyAdapterKinds: ReadonlySet<string> = new Set(['devhost', 'fake']);
 

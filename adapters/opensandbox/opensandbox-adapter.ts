@@ -1,0 +1,807 @@
+/**
+ * OpenSandbox, the default private runtime (adapter specification section 9; storage seed sections 3-10;
+ * ../shared/reference/providers/opensandbox.md). Three HTTP surfaces: the lifecycle server (create,
+ * list, pause, snapshots, endpoints), execd inside each sandbox (exec, files), reached through an
+ * endpoint the lifecycle server resolves, and the egress sidecar (set at create only).
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import {
+  type AdapterInfo,
+  adapterErrors,
+  adapterProtocolVersion,
+  type CallOptions,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecEvent,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type InstanceState,
+  type Lifecycle,
+  type Pauser,
+  type PortExposer,
+  type SnapshotInfo,
+  type Snapshotter,
+  type Streamer,
+  type TtlExtender,
+} from '../../lib/adapter/contract.ts';
+import { ApiError, errors, isApiError } from '../../lib/errors.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { HttpClient } from '../httpx/http-client.ts';
+
+export const openSandboxConfigSchema = z.strictObject({
+  /** The lifecycle server, e.g. http://opensandbox.internal:8080 (routes under /v1). */
+  apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
+  /** The image a sandbox runs when the request names no template. */
+  image: z.string().min(1).default('ubuntu:24.04'),
+  /** A pre-configured OpenSandbox pool (extensions.poolRef): the pool then offers only this template. */
+  templateId: z.string().min(1).optional(),
+  /** What the runtime isolates with, as declared by the operator (reported, not checked). */
+  isolation: z.enum(['container', 'microvm']).default('container'),
+  /** docker: pause freezes (pause-resume); kubernetes: pause commits the rootfs and frees the pod (stop-start). */
+  runtime: z.enum(['docker', 'kubernetes']).default('docker'),
+  /** Extra declared features, e.g. snapshots.memory where the runtime captures memory. */
+  features: z.array(z.string()).default([]),
+  /** Reach execd through the lifecycle server's proxy instead of the endpoint directly. */
+  useServerProxy: z.boolean().default(false),
+  /** lf: turn CRLF output into LF (Windows images). */
+  lineEndings: z.enum(['preserve', 'lf']).default('preserve'),
+  /** open: no egress policy; none: deny all; allowlist: only egressAllow (FQDN or *.wildcard). */
+  egress: z.enum(['open', 'none', 'allowlist']).default('open'),
+  egressAllow: z.array(z.string().min(1)).max(4096).default([]),
+  /** signed: time-limited URLs through the ingress gateway (Kubernetes, secure access). */
+  ports: z.enum(['none', 'signed']).default('none'),
+  portScheme: z.enum(['http', 'https']).default('https'),
+  portURLSeconds: z
+    .int()
+    .min(60)
+    .max(7 * 24 * 3600)
+    .default(3600),
+  /** How long Create waits for Running and execd. The scheduler's provision timeout bounds it first. */
+  readyTimeoutSeconds: z.int().min(1).max(900).default(180),
+  pollIntervalMs: z.int().min(10).max(10_000).default(500),
+});
+export type OpenSandboxConfig = z.infer<typeof openSandboxConfigSchema>;
+
+const execdPort = 44772;
+const metadataKeys = { sandboxId: 'differently-sandbox-id', installation: 'differently-installation' };
+/** Synchronous output kept per stream; more is dropped and reported as truncated (fixes E0.35). */
+const maxSyncOutputBytes = 8 * 1024 * 1024;
+/** File reads stop here and say so rather than returning a silently cut file (fixes E0.35). */
+const maxReadBytes = 100 * 1024 * 1024;
+
+const stateSchema = z.string();
+const sandboxSchema = z.object({
+  id: z.string().min(1),
+  status: z.object({ state: stateSchema, reason: z.string().optional(), message: z.string().optional() }),
+  metadata: z.record(z.string(), z.string()).nullish(),
+});
+type OpenSandbox = z.infer<typeof sandboxSchema>;
+const listSchema = z.object({
+  items: z.array(sandboxSchema),
+  pagination: z.object({ page: z.int(), hasNextPage: z.boolean() }),
+});
+const endpointSchema = z.object({
+  endpoint: z.string().min(1),
+  headers: z.record(z.string(), z.string()).nullish(),
+});
+const snapshotSchema = z.object({
+  id: z.string().min(1),
+  status: z.object({ state: z.string(), message: z.string().optional() }),
+});
+const fileListSchema = z.array(
+  z.object({
+    path: z.string(),
+    type: z.string().optional(),
+    size: z.number().optional(),
+    modified_at: z.string().optional(),
+  }),
+);
+const streamEventSchema = z.object({
+  type: z.string(),
+  text: z.string().optional(),
+  error: z.object({ ename: z.string().optional(), evalue: z.string().optional() }).optional(),
+});
+
+/** Maps OpenSandbox's state to the contract's; Terminated is reported as gone by the callers. */
+export function instanceStateOf(state: string, runtime: OpenSandboxConfig['runtime']): InstanceState {
+  switch (state) {
+    case 'Running':
+      return 'running';
+    case 'Paused':
+      // On Kubernetes a pause has checkpointed the filesystem and released the pod: that is a stop.
+      return runtime === 'kubernetes' ? 'stopped' : 'paused';
+    case 'Failed':
+      return 'error';
+    default:
+      // Pending, Pausing, Resuming, Stopping and states added later: in transition.
+      return 'pending';
+  }
+}
+
+/** Quotes an argument list into one shell command (execd runs a single command string). */
+export function shellQuote(args: readonly string[]): string {
+  return args
+    .map((arg) => (/^[A-Za-z0-9_./=:@%+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`))
+    .join(' ');
+}
+
+/**
+ * Splits execd's output chunks into lines as they arrive; a final fragment without a newline gains one
+ * when the command ends (the seeds' line-based event stream).
+ */
+export class LineSplitter {
+  #pending = '';
+  readonly #emit: (line: string) => void;
+  constructor(emit: (line: string) => void) {
+    this.#emit = emit;
+  }
+  push(chunk: string): void {
+    this.#pending += chunk;
+    let newline = this.#pending.indexOf('\n');
+    while (newline >= 0) {
+      this.#emit(this.#pending.slice(0, newline + 1));
+      this.#pending = this.#pending.slice(newline + 1);
+      newline = this.#pending.indexOf('\n');
+    }
+  }
+  end(): void {
+    if (this.#pending !== '') this.#emit(`${this.#pending}\n`);
+    this.#pending = '';
+  }
+}
+
+interface Execd {
+  base: string;
+  headers: Record<string, string>;
+}
+
+export class OpenSandboxAdapter
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, TtlExtender
+{
+  readonly #config: OpenSandboxConfig;
+  readonly #http: HttpClient;
+  readonly #declared: string[] | undefined;
+  readonly #endpoints = new Map<string, Execd>();
+
+  /** `declared`: the pool's own features list, which may enable snapshots.memory. */
+  constructor(config: OpenSandboxConfig, apiKey?: string, declared?: string[], fetchImpl?: typeof fetch) {
+    this.#config = config;
+    this.#declared = declared;
+    this.#http = new HttpClient({
+      provider: 'opensandbox',
+      baseUrl: `${config.apiURL.replace(/\/+$/, '')}/v1`,
+      headers: apiKey === undefined ? {} : { 'OPEN-SANDBOX-API-KEY': apiKey },
+      secrets: apiKey === undefined ? [] : [apiKey],
+      timeoutMs: 2 * 3600 * 1000 + 15 * 60 * 1000,
+      ...(fetchImpl !== undefined && { fetch: fetchImpl }),
+    });
+  }
+
+  info(): AdapterInfo {
+    const c = this.#config;
+    return {
+      kind: 'opensandbox',
+      version: '1',
+      trust: 'private',
+      isolation:
+        c.isolation === 'microvm'
+          ? 'microVM (Fast Sandbox), as declared by the operator'
+          : `container (${c.runtime} runtime), as declared by the operator`,
+      protocol: adapterProtocolVersion,
+      isolationVerified: false,
+      limitations: [
+        'reports no capacity: the pool is unbounded unless maxConcurrency is set, so overflow to other pools never triggers while it is healthy',
+        c.runtime === 'kubernetes'
+          ? 'diskGiB is sent as ephemeral-storage; quota and cost use the requested size'
+          : 'diskGiB is not sent (the Docker runtime has no disk limit); quota and cost use the requested size',
+        ...(c.templateId !== undefined ? [`offers only template ${c.templateId} (extensions.poolRef)`] : []),
+        c.runtime === 'kubernetes'
+          ? 'stop is a filesystem checkpoint (pause on Kubernetes): processes and memory do not survive it; no pause-resume'
+          : 'no stop-start on the Docker runtime; pause keeps memory',
+        'snapshots capture the filesystem only',
+        ...(c.egress === 'open' ? ['no egress control configured: sandboxes reach the network freely'] : []),
+        'execd is reached through the endpoint the server resolves: protect that network path',
+      ],
+    };
+  }
+
+  #features(): string[] {
+    const c = this.#config;
+    const list = ['exec', 'exec.stream', 'files', 'snapshots.disk', 'fork', `isolation.${c.isolation}`];
+    if (c.runtime === 'docker') list.push('lifecycle.pause-resume');
+    else list.push('lifecycle.stop-start', 'persistence.disk');
+    if (c.ports === 'signed') list.push('ports.expose');
+    if (c.egress !== 'open') list.push('network.egress-control');
+    for (const extra of [...c.features, ...(this.#declared ?? [])])
+      if (!list.includes(extra)) list.push(extra);
+    return list;
+  }
+
+  async capabilities(): Promise<Capabilities> {
+    return {
+      features: this.#features(),
+      maxCPU: 0,
+      maxMemoryMiB: 0,
+      maxDiskGiB: 0,
+      templates: this.#config.templateId === undefined ? [] : [this.#config.templateId],
+      regions: [],
+    };
+  }
+
+  /** OpenSandbox reports no capacity. */
+  async capacity(): Promise<Capacity> {
+    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+  }
+
+  async health(opts?: CallOptions): Promise<void> {
+    await this.#http.json('GET', '/sandboxes', listSchema, {
+      query: { page: 1, pageSize: 1 },
+      signal: opts?.signal,
+      idempotent: true,
+    });
+  }
+
+  async create(req: CreateRequest, opts?: CallOptions): Promise<Instance> {
+    // Idempotent: a sandbox already created for this id (by an earlier attempt whose answer was lost) is reused.
+    const existing = (
+      await this.#listBy(
+        { [metadataKeys.sandboxId]: req.id, [metadataKeys.installation]: req.installation },
+        opts,
+      )
+    ).find((s) => s.status.state !== 'Failed');
+    const id = existing?.id ?? (await this.#createSandbox(req, opts));
+    await this.#waitReady(id, opts);
+    return { ref: id, sandboxId: req.id, state: 'running' };
+  }
+
+  /** The create body (exported shape checked against the published spec in tests). */
+  createBody(req: CreateRequest): Record<string, unknown> {
+    const c = this.#config;
+    const resourceLimits: Record<string, string> = {
+      cpu: String(Math.max(1, req.resources.cpu)),
+      memory: `${Math.max(128, req.resources.memoryMiB)}Mi`,
+      ...(c.runtime === 'kubernetes' && { 'ephemeral-storage': `${req.resources.diskGiB}Gi` }),
+    };
+    const source =
+      req.fromSnapshot !== undefined
+        ? { snapshotId: req.fromSnapshot }
+        : c.templateId !== undefined
+          ? { extensions: { poolRef: c.templateId } }
+          : { image: { uri: req.template ?? c.image }, entrypoint: ['tail', '-f', '/dev/null'] };
+    return {
+      ...source,
+      resourceLimits,
+      env: req.env,
+      metadata: {
+        [metadataKeys.sandboxId]: req.id,
+        [metadataKeys.installation]: req.installation,
+        name: req.id,
+      },
+      // The provider-side backstop: at least OpenSandbox's minimum of 60 s.
+      timeout: Math.max(60, req.ttlSeconds ?? 3600),
+      ...(c.egress !== 'open' && {
+        networkPolicy: {
+          defaultAction: 'deny',
+          egress:
+            c.egress === 'allowlist' ? c.egressAllow.map((target) => ({ action: 'allow', target })) : [],
+        },
+      }),
+      ...(c.ports === 'signed' && c.runtime === 'kubernetes' && { secureAccess: true }),
+    };
+  }
+
+  async #createSandbox(req: CreateRequest, opts?: CallOptions): Promise<string> {
+    try {
+      const created = await this.#http.json('POST', '/sandboxes', z.object({ id: z.string().min(1) }), {
+        json: this.createBody(req),
+        signal: opts?.signal,
+      });
+      return created.id;
+    } catch (error) {
+      // Kubernetes waited for the pod and gave up: the server has already deleted the workload.
+      if (isApiError(error) && error.details.status === 504) {
+        throw adapterErrors.sandboxFailed(
+          `opensandbox: the pod never became ready (${String(error.details.providerCode ?? 'timeout')})`,
+          {
+            providerCode: error.details.providerCode,
+          },
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** Polls until Running, then pings execd until it answers; bounded by the caller and readyTimeoutSeconds. */
+  async #waitReady(id: string, opts?: CallOptions): Promise<void> {
+    const deadline = Date.now() + this.#config.readyTimeoutSeconds * 1000;
+    for (;;) {
+      const sandbox = await this.#getRaw(id, opts);
+      const state = sandbox.status.state;
+      if (state === 'Running') break;
+      if (state === 'Failed' || state === 'Terminated' || state === 'Stopping') {
+        const why = [sandbox.status.reason, sandbox.status.message].filter(Boolean).join(': ') || state;
+        await this.delete(id).catch(() => undefined);
+        // An image that cannot be pulled can never start: not worth a retry elsewhere.
+        if (/pull|image|not found|manifest/i.test(why))
+          throw adapterErrors.invalidRequest(`opensandbox: ${why}`, { ref: id });
+        throw adapterErrors.sandboxFailed(`opensandbox: sandbox ${id} ${state.toLowerCase()}: ${why}`, {
+          ref: id,
+        });
+      }
+      this.#checkDeadline(deadline, opts, `sandbox ${id} is still ${state}`);
+      await sleep(this.#config.pollIntervalMs, opts?.signal);
+    }
+    for (;;) {
+      try {
+        const execd = await this.#execdOf(id, opts, true);
+        const ping = await this.#http.request('GET', '/ping', {
+          url: `${execd.base}/ping`,
+          headers: execd.headers,
+          signal: opts?.signal,
+        });
+        await ping.body?.cancel();
+        return;
+      } catch (error) {
+        this.#checkDeadline(
+          deadline,
+          opts,
+          `execd in sandbox ${id} does not answer (${(error as Error).message})`,
+        );
+        await sleep(200, opts?.signal);
+      }
+    }
+  }
+
+  #checkDeadline(deadline: number, opts: CallOptions | undefined, what: string): void {
+    if (opts?.signal?.aborted === true)
+      throw errors.providerUnavailable(`opensandbox: cancelled while ${what}`);
+    if (Date.now() > deadline)
+      throw adapterErrors.sandboxFailed(
+        `opensandbox: not ready in ${this.#config.readyTimeoutSeconds} s: ${what}`,
+      );
+  }
+
+  async #getRaw(id: string, opts?: CallOptions): Promise<OpenSandbox> {
+    return this.#http.json('GET', `/sandboxes/${encodeURIComponent(id)}`, sandboxSchema, {
+      signal: opts?.signal,
+      idempotent: true,
+    });
+  }
+
+  async get(ref: string, opts?: CallOptions): Promise<Instance> {
+    const sandbox = await this.#getRaw(ref, opts);
+    if (gone(sandbox.status.state)) throw adapterErrors.notFound(ref);
+    return this.#instanceOf(sandbox);
+  }
+
+  #instanceOf(sandbox: OpenSandbox): Instance {
+    return {
+      ref: sandbox.id,
+      sandboxId: sandbox.metadata?.[metadataKeys.sandboxId] ?? '',
+      state: instanceStateOf(sandbox.status.state, this.#config.runtime),
+      ...(sandbox.status.message !== undefined && { message: sandbox.status.message }),
+    };
+  }
+
+  /** Every page, or an error: never a partial list. The metadata filter is re-checked locally. */
+  async #listBy(filter: Record<string, string>, opts?: CallOptions): Promise<OpenSandbox[]> {
+    const found: OpenSandbox[] = [];
+    const metadata = new URLSearchParams(filter).toString();
+    for (let page = 1; page <= 10_000; page++) {
+      const result = await this.#http.json('GET', '/sandboxes', listSchema, {
+        query: { metadata, page, pageSize: 100 },
+        signal: opts?.signal,
+        idempotent: true,
+      });
+      for (const sandbox of result.items) {
+        const matches = Object.entries(filter).every(([key, value]) => sandbox.metadata?.[key] === value);
+        if (matches && !gone(sandbox.status.state)) found.push(sandbox);
+      }
+      if (!result.pagination.hasNextPage) return found;
+    }
+    throw this.#http.unavailable('the sandbox list did not end after 10000 pages');
+  }
+
+  async list(installation: string, opts?: CallOptions): Promise<Instance[]> {
+    return (await this.#listBy({ [metadataKeys.installation]: installation }, opts)).map((s) =>
+      this.#instanceOf(s),
+    );
+  }
+
+  async delete(ref: string, opts?: CallOptions): Promise<void> {
+    this.#endpoints.delete(ref);
+    await this.#http.request('DELETE', `/sandboxes/${encodeURIComponent(ref)}`, {
+      signal: opts?.signal,
+      idempotent: true,
+      accept: [404],
+    });
+  }
+
+  /** execd's base URL and the headers it needs; re-resolved after resume (the endpoint may move). */
+  async #execdOf(ref: string, opts?: CallOptions, fresh = false): Promise<Execd> {
+    const known = this.#endpoints.get(ref);
+    if (known !== undefined && !fresh) return known;
+    const endpoint = await this.#http.json(
+      'GET',
+      `/sandboxes/${encodeURIComponent(ref)}/endpoints/${execdPort}`,
+      endpointSchema,
+      {
+        query: this.#config.useServerProxy ? { use_server_proxy: true } : {},
+        signal: opts?.signal,
+        idempotent: true,
+      },
+    );
+    const base = /^https?:\/\//.test(endpoint.endpoint) ? endpoint.endpoint : `http://${endpoint.endpoint}`;
+    const execd = { base: base.replace(/\/+$/, ''), headers: endpoint.headers ?? {} };
+    this.#endpoints.set(ref, execd);
+    return execd;
+  }
+
+  async #execd(
+    ref: string,
+    method: string,
+    path: string,
+    init: {
+      json?: unknown;
+      raw?: FormData;
+      query?: Record<string, string>;
+      signal?: AbortSignal | undefined;
+      accept?: number[];
+    } = {},
+  ) {
+    const execd = await this.#execdOf(ref, { ...(init.signal && { signal: init.signal }) });
+    const url = this.#http.url(path, init.query ?? {}, execd.base);
+    try {
+      return await this.#http.request(method, path, { ...init, url, headers: execd.headers });
+    } catch (error) {
+      // A file execd cannot find is the caller's not_found, named by its path.
+      if (isApiError(error) && error.code === 'not_found' && init.query?.path !== undefined)
+        throw adapterErrors.notFound(init.query.path);
+      throw error;
+    }
+  }
+
+  async exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
+    const out = { stdout: '', stderr: '', truncated: false };
+    const started = Date.now();
+    const append = (stream: 'stdout' | 'stderr', data: string) => {
+      if (Buffer.byteLength(out[stream]) + Buffer.byteLength(data) > maxSyncOutputBytes) out.truncated = true;
+      else out[stream] += data;
+    };
+    const { exitCode, timedOut } = await this.#run(
+      ref,
+      req,
+      (event) => append(event.stream, event.data),
+      opts,
+    );
+    return {
+      exitCode,
+      stdout: out.stdout,
+      stderr: out.stderr,
+      durationMs: Date.now() - started,
+      truncated: out.truncated,
+      timedOut,
+    };
+  }
+
+  async execStream(
+    ref: string,
+    req: ExecRequest,
+    emit: (event: ExecEvent) => void,
+    opts?: CallOptions,
+  ): Promise<number> {
+    return (await this.#run(ref, req, emit, opts)).exitCode;
+  }
+
+  /** Runs one command through execd's POST /command, parsing its event stream. */
+  async #run(
+    ref: string,
+    req: ExecRequest,
+    emit: (event: ExecEvent) => void,
+    opts?: CallOptions,
+  ): Promise<{ exitCode: number; timedOut: boolean }> {
+    let command = req.command ?? shellQuote(req.args ?? []);
+    let stdinFile: string | undefined;
+    if (req.stdin !== undefined) {
+      // execd has no stdin: stage it in a file the command reads, removed afterwards.
+      stdinFile = `/tmp/.differently-stdin-${randomBytes(8).toString('hex')}`;
+      await this.writeFile(ref, stdinFile, new TextEncoder().encode(req.stdin), opts);
+      command = `(${command}) < ${stdinFile}; __s=$?; rm -f ${stdinFile}; exit $__s`;
+    }
+    const started = Date.now();
+    const response = await this.#execd(ref, 'POST', '/command', {
+      json: {
+        command,
+        ...(req.cwd !== undefined && { cwd: req.cwd }),
+        ...(req.env !== undefined && { envs: req.env }),
+        // Sent only when the request sets one: OpenSandbox then enforces no limit.
+        ...(req.timeoutSeconds !== undefined && { timeout: req.timeoutSeconds * 1000 }),
+      },
+      signal: opts?.signal,
+    });
+    const lf = this.#config.lineEndings === 'lf';
+    const splitters = {
+      stdout: new LineSplitter((data) =>
+        emit({ stream: 'stdout', data: lf ? data.replaceAll('\r\n', '\n') : data }),
+      ),
+      stderr: new LineSplitter((data) =>
+        emit({ stream: 'stderr', data: lf ? data.replaceAll('\r\n', '\n') : data }),
+      ),
+    };
+    let exitCode: number | undefined;
+    let failure: string | undefined;
+    const handle = (line: string) => {
+      const text = line.startsWith('data:') ? line.slice(5).trim() : line.trim();
+      if (text === '') return;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw this.#http.unavailable('execd sent an event that is not JSON');
+      }
+      const event = streamEventSchema.safeParse(raw);
+      if (!event.success) throw this.#http.unavailable('execd sent an event without a type');
+      const { type } = event.data;
+      if (type === 'stdout' || type === 'stderr') splitters[type].push(event.data.text ?? '');
+      else if (type === 'execution_complete') exitCode = 0;
+      else if (type === 'error') {
+        const value = event.data.error?.evalue ?? '';
+        if (/^-?\d+$/.test(value.trim())) exitCode = Number(value.trim());
+        else failure = value || event.data.error?.ename || 'the command failed to start';
+      }
+    };
+    if (response.body === null) throw this.#http.unavailable('execd answered without a body');
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of response.body) {
+      buffered += decoder.decode(chunk, { stream: true });
+      let newline = buffered.indexOf('\n');
+      while (newline >= 0) {
+        handle(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        newline = buffered.indexOf('\n');
+      }
+    }
+    handle(buffered);
+    splitters.stdout.end();
+    splitters.stderr.end();
+    if (failure !== undefined) {
+      emit({ stream: 'stderr', data: `${failure}\n` });
+      return { exitCode: 127, timedOut: false };
+    }
+    const elapsed = Date.now() - started;
+    const limit = req.timeoutSeconds === undefined ? undefined : req.timeoutSeconds * 1000;
+    // execd kills a timed-out command's process group; its exit is then a signal's, not the command's.
+    if (limit !== undefined && elapsed >= limit && (exitCode === undefined || exitCode !== 0)) {
+      return { exitCode: 124, timedOut: true };
+    }
+    if (exitCode === undefined)
+      throw this.#http.unavailable('the exec stream ended without completion or error');
+    return { exitCode, timedOut: false };
+  }
+
+  async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
+    const response = await this.#execd(ref, 'GET', '/files/download', {
+      query: { path },
+      signal: opts?.signal,
+    });
+    const declared = Number(response.headers.get('content-length') ?? '0');
+    if (declared > maxReadBytes) {
+      await response.body?.cancel();
+      throw tooLarge(path);
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of response.body ?? []) {
+      size += chunk.length;
+      if (size > maxReadBytes) throw tooLarge(path);
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
+    const form = new FormData();
+    // execd reads the metadata from the multipart *files*: it must be a file part with a filename.
+    form.append('metadata', new Blob([JSON.stringify({ path })], { type: 'application/json' }), 'metadata');
+    form.append('file', new Blob([new Uint8Array(content)]), path.split('/').pop() || 'file');
+    await this.#execd(ref, 'POST', '/files/upload', { raw: form, signal: opts?.signal });
+  }
+
+  async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
+    const response = await this.#execd(ref, 'GET', '/directories/list', {
+      query: { path, depth: '1' },
+      signal: opts?.signal,
+    });
+    const entries = await this.#http.parse(response, fileListSchema, 'GET /directories/list');
+    return entries.map((entry) => ({
+      name: entry.path.split('/').filter(Boolean).pop() ?? entry.path,
+      path: entry.path,
+      isDir: entry.type === 'directory',
+      size: entry.size ?? 0,
+      ...(entry.modified_at !== undefined && { modifiedAt: entry.modified_at }),
+    }));
+  }
+
+  /** POST pause or resume, then poll until the state settles; a pause that never starts is unsupported. */
+  async #transition(
+    ref: string,
+    action: 'pause' | 'resume',
+    target: string,
+    opts?: CallOptions,
+  ): Promise<void> {
+    await this.#http.request('POST', `/sandboxes/${encodeURIComponent(ref)}/${action}`, {
+      signal: opts?.signal,
+    });
+    const deadline = Date.now() + this.#config.readyTimeoutSeconds * 1000;
+    const startBy = Date.now() + Math.min(10_000, this.#config.readyTimeoutSeconds * 1000);
+    for (;;) {
+      const state = (await this.#getRaw(ref, opts)).status.state;
+      if (state === target) break;
+      if (action === 'pause' && state === 'Running' && Date.now() > startBy) {
+        throw adapterErrors.unsupported('pause', { reason: 'the runtime never started the pause', ref });
+      }
+      if (state === 'Failed' || state === 'Terminated')
+        throw adapterErrors.sandboxFailed(`opensandbox: sandbox ${ref} is ${state} after ${action}`);
+      if (Date.now() > deadline)
+        throw errors.providerUnavailable(`opensandbox: ${action} of ${ref} did not settle (still ${state})`);
+      await sleep(this.#config.pollIntervalMs, opts?.signal);
+    }
+    if (action === 'resume') await this.#waitReady(ref, opts);
+  }
+
+  async pause(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.runtime !== 'docker')
+      throw adapterErrors.unsupported('pause', { runtime: this.#config.runtime });
+    await this.#transition(ref, 'pause', 'Paused', opts);
+  }
+
+  async resume(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.runtime !== 'docker')
+      throw adapterErrors.unsupported('resume', { runtime: this.#config.runtime });
+    await this.#transition(ref, 'resume', 'Running', opts);
+  }
+
+  /** Kubernetes runtime: a pause commits the root filesystem and frees the pod; resume recreates it. */
+  async stop(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.runtime !== 'kubernetes')
+      throw adapterErrors.unsupported('stop', { runtime: this.#config.runtime });
+    await this.#transition(ref, 'pause', 'Paused', opts);
+  }
+
+  async start(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.runtime !== 'kubernetes')
+      throw adapterErrors.unsupported('start', { runtime: this.#config.runtime });
+    await this.#transition(ref, 'resume', 'Running', opts);
+  }
+
+  async snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo> {
+    if (kind === 'memory' && !this.#features().includes('snapshots.memory')) {
+      throw adapterErrors.unsupported('snapshot', {
+        kind,
+        reason: 'the pool does not list snapshots.memory',
+      });
+    }
+    const created = await this.#http.json(
+      'POST',
+      `/sandboxes/${encodeURIComponent(ref)}/snapshots`,
+      snapshotSchema,
+      {
+        json: {},
+        signal: opts?.signal,
+      },
+    );
+    const deadline = Date.now() + 900_000;
+    for (;;) {
+      const snapshot = await this.#http.json(
+        'GET',
+        `/snapshots/${encodeURIComponent(created.id)}`,
+        snapshotSchema,
+        {
+          signal: opts?.signal,
+          idempotent: true,
+        },
+      );
+      if (snapshot.status.state === 'Ready') return { ref: snapshot.id, kind, sizeBytes: 0 };
+      if (snapshot.status.state === 'Failed') {
+        throw adapterErrors.sandboxFailed(
+          `opensandbox: snapshot ${snapshot.id} failed: ${snapshot.status.message ?? 'no reason given'}`,
+        );
+      }
+      if (Date.now() > deadline)
+        throw errors.providerUnavailable(`opensandbox: snapshot ${snapshot.id} not ready in 900 s`);
+      await sleep(this.#config.pollIntervalMs, opts?.signal);
+    }
+  }
+
+  async deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void> {
+    await this.#http.request('DELETE', `/snapshots/${encodeURIComponent(snapshotRef)}`, {
+      signal: opts?.signal,
+      idempotent: true,
+      accept: [404],
+    });
+  }
+
+  async exposePort(ref: string, port: number, opts?: CallOptions): Promise<string> {
+    if (this.#config.ports !== 'signed')
+      throw adapterErrors.unsupported('exposePort', { reason: 'ports are not configured' });
+    const expires = Math.floor(Date.now() / 1000) + this.#config.portURLSeconds;
+    const endpoint = await this.#http.json(
+      'GET',
+      `/sandboxes/${encodeURIComponent(ref)}/endpoints/${port}`,
+      endpointSchema,
+      {
+        query: { expires: String(expires) },
+        signal: opts?.signal,
+        idempotent: true,
+      },
+    );
+    // A URL that works only with request headers (the server key, routing headers) is no URL to hand out.
+    if (
+      endpoint.headers !== undefined &&
+      endpoint.headers !== null &&
+      Object.keys(endpoint.headers).length > 0
+    ) {
+      throw adapterErrors.unsupported('exposePort', {
+        reason: 'the endpoint needs request headers',
+        headers: Object.keys(endpoint.headers),
+      });
+    }
+    return /^https?:\/\//.test(endpoint.endpoint)
+      ? endpoint.endpoint
+      : `${this.#config.portScheme}://${endpoint.endpoint}`;
+  }
+
+  /** Moves the provider's backstop with the sandbox's TTL (fixes the seeds' E0.20). */
+  async extendTtl(ref: string, ttlSeconds: number, opts?: CallOptions): Promise<void> {
+    const expiresAt = new Date(Date.now() + Math.max(60, ttlSeconds) * 1000).toISOString();
+    try {
+      await this.#http.request('POST', `/sandboxes/${encodeURIComponent(ref)}/renew-expiration`, {
+        json: { expiresAt },
+        signal: opts?.signal,
+      });
+    } catch (error) {
+      // An earlier expiry than the current one is refused; the backstop is then already later.
+      if (isApiError(error) && (error.code === 'invalid_state' || error.code === 'invalid_request')) return;
+      throw error;
+    }
+  }
+}
+
+/** Stopping is a delete (or TTL expiry) in progress, the only way OpenSandbox stops: already gone to us. */
+function gone(state: string): boolean {
+  return state === 'Terminated' || state === 'Stopping';
+}
+
+function tooLarge(path: string): ApiError {
+  return new ApiError(
+    'payload_too_large',
+    `${path} is larger than ${maxReadBytes} bytes; read it in parts with exec`,
+    {
+      limitBytes: maxReadBytes,
+      path,
+    },
+  );
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(errors.providerUnavailable('cancelled'));
+      return;
+    }
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(errors.providerUnavailable('cancelled'));
+      },
+      { once: true },
+    );
+  });
+}

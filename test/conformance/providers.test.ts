@@ -1,0 +1,69 @@
+import {
+  OpenSandboxAdapter,
+  openSandboxConfigSchema,
+} from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import { adapterConformance } from './adapter-conformance.ts';
+
+const fast = { pollIntervalMs: 10, readyTimeoutSeconds: 10 };
+
+adapterConformance('opensandbox (docker runtime) against its fake server', async () => {
+  const fake = await new OpenSandboxFake({ apiKey: 'os-key-0123456789' }).start();
+  const config = openSandboxConfigSchema.parse({ apiURL: fake.url, ...fast });
+  const adapter = new OpenSandboxAdapter(config, 'os-key-0123456789');
+  return {
+    adapter,
+    features: (await adapter.capabilities()).features,
+    workdir: '/work',
+    pwd: /\/work$/,
+    loseNextCreateResponse: () => {
+      fake.faults.dropCreateResponse = true;
+    },
+    failNextList: () => {
+      fake.faults.failListPage = 1;
+    },
+    failNextCreate: (kind) => {
+      if (kind === 'sandbox') fake.faults.podReadyTimeout = true;
+      else
+        fake.faults.failCreate =
+          kind === 'capacity'
+            ? { status: 429, code: 'GENERAL::TOO_MANY' }
+            : { status: 503, code: 'GENERAL::UNAVAILABLE' };
+    },
+    withBadCredentials: () => ({
+      adapter: new OpenSandboxAdapter(config, 'wrong-os-key-abcdef'),
+      credential: 'wrong-os-key-abcdef',
+    }),
+    breakBackend: () => {
+      fake.faults.down = true;
+    },
+    restoreBackend: () => {
+      fake.faults.down = false;
+    },
+    close: () => fake.stop(),
+  };
+});
+
+adapterConformance(
+  'opensandbox (kubernetes runtime, signed ports, egress allowlist) against its fake server',
+  async () => {
+    const fake = await new OpenSandboxFake({ runtime: 'kubernetes' }).start();
+    const adapter = new OpenSandboxAdapter(
+      openSandboxConfigSchema.parse({
+        apiURL: fake.url,
+        runtime: 'kubernetes',
+        ports: 'signed',
+        egress: 'allowlist',
+        egressAllow: ['pypi.org'],
+        ...fast,
+      }),
+    );
+    return {
+      adapter,
+      features: (await adapter.capabilities()).features,
+      workdir: '/work',
+      pwd: /\/work$/,
+      close: () => fake.stop(),
+    };
+  },
+);

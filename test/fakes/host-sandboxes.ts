@@ -1,0 +1,117 @@
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, normalize } from 'node:path';
+import { runProcess } from '../../adapters/devhost/run-process.ts';
+import type { ExecEvent } from '../../lib/adapter/contract.ts';
+
+export interface HostRun {
+  command: string;
+  cwd?: string | undefined;
+  env?: Record<string, string> | undefined;
+  stdin?: string | undefined;
+  timeoutMs?: number | undefined;
+  onOutput?: (event: ExecEvent) => void;
+}
+
+/**
+ * What runs "inside" a fake provider's sandboxes: a host directory per sandbox (its `/`), commands as
+ * host processes there. Enough for the provider fakes to answer exec and files the way the real
+ * services do, so the adapters' parsing of real output is what the tests exercise.
+ */
+export class HostSandboxes {
+  readonly #root: Promise<string>;
+
+  constructor() {
+    this.#root = mkdtemp(join(tmpdir(), 'fake-provider-'));
+  }
+
+  async dir(id: string): Promise<string> {
+    const dir = join(await this.#root, id.replace(/[^A-Za-z0-9_-]/g, '_'));
+    await mkdir(join(dir, 'work'), { recursive: true });
+    return dir;
+  }
+
+  /** A guest path under the sandbox's root; `..` cannot climb out. */
+  async path(id: string, guest: string): Promise<string> {
+    return join(await this.dir(id), normalize(`/${guest}`));
+  }
+
+  async run(
+    id: string,
+    run: HostRun,
+  ): Promise<{ stdout: string; stderr: string; exitCode: number; timedOut: boolean }> {
+    const root = await this.dir(id);
+    const cwd = run.cwd === undefined ? root : await this.path(id, run.cwd);
+    await mkdir(cwd, { recursive: true });
+    let stdout = '';
+    let stderr = '';
+    // Commands run on the host: guest paths the adapters write into command text (a staged stdin file
+    // under /tmp, files under /work) are moved under the sandbox's root, as a container's `/` would be.
+    const command = run.command.replace(/(^|[\s<>'"=(;|&])\/(tmp|work)(?=\/|\s|$)/g, `$1${root}/$2`);
+    await mkdir(join(root, 'tmp'), { recursive: true });
+    const result = await runProcess({
+      argv: [command],
+      shell: true,
+      cwd,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, ...run.env },
+      stdin: run.stdin,
+      timeoutSeconds: (run.timeoutMs ?? 600_000) / 1000,
+      onOutput: (event) => {
+        if (event.stream === 'stdout') stdout += event.data;
+        else stderr += event.data;
+        run.onOutput?.(event);
+      },
+    });
+    return { stdout, stderr, exitCode: result.exitCode, timedOut: result.timedOut };
+  }
+
+  async write(id: string, guest: string, content: Uint8Array): Promise<void> {
+    const path = await this.path(id, guest);
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, content);
+  }
+
+  /** The bytes, or undefined when there is no such file. */
+  async read(id: string, guest: string): Promise<Buffer | undefined> {
+    try {
+      return await readFile(await this.path(id, guest));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async list(
+    id: string,
+    guest: string,
+  ): Promise<{ name: string; isDir: boolean; size: number; modified: string }[] | undefined> {
+    const path = await this.path(id, guest);
+    try {
+      const entries = await readdir(path, { withFileTypes: true });
+      return Promise.all(
+        entries.map(async (entry) => {
+          const info = await stat(join(path, entry.name));
+          return {
+            name: entry.name,
+            isDir: entry.isDirectory(),
+            size: info.size,
+            modified: info.mtime.toISOString(),
+          };
+        }),
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  async copy(from: string, to: string): Promise<void> {
+    await cp(await this.dir(from), await this.dir(to), { recursive: true });
+  }
+
+  async remove(id: string): Promise<void> {
+    await rm(await this.dir(id), { recursive: true, force: true });
+  }
+
+  async close(): Promise<void> {
+    await rm(await this.#root, { recursive: true, force: true });
+  }
+}
