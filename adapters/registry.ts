@@ -6,6 +6,7 @@ import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';
 import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib/pools.ts';
 import type { Store } from '../lib/store/port.ts';
+import { DaytonaAdapter, daytonaConfigSchema } from './daytona/daytona-adapter.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
 import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
@@ -35,6 +36,7 @@ export const adapterFactories: Record<string, AdapterFactory> = {
   remote: (pool, credential) => new RemoteAdapter(configOf(pool, remoteConfigSchema), credential),
   opensandbox: (pool, credential) =>
     new OpenSandboxAdapter(configOf(pool, openSandboxConfigSchema), credential, pool.features),
+  daytona: (pool, credential) => new DaytonaAdapter(configOf(pool, daytonaConfigSchema), credential),
 };
 
 export interface BuildPoolsOptions {

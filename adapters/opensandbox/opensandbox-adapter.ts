@@ -31,6 +31,7 @@ import {
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
+import { shellQuote } from '../httpx/shell-quote.ts';
 
 export const openSandboxConfigSchema = z.strictObject({
   /** The lifecycle server, e.g. http://opensandbox.internal:8080 (routes under /v1). */
@@ -120,13 +121,6 @@ export function instanceStateOf(state: string, runtime: OpenSandboxConfig['runti
       // Pending, Pausing, Resuming, Stopping and states added later: in transition.
       return 'pending';
   }
-}
-
-/** Quotes an argument list into one shell command (execd runs a single command string). */
-export function shellQuote(args: readonly string[]): string {
-  return args
-    .map((arg) => (/^[A-Za-z0-9_./=:@%+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`))
-    .join(' ');
 }
 
 /**

@@ -1,7 +1,9 @@
+import { DaytonaAdapter, daytonaConfigSchema } from '../../adapters/daytona/daytona-adapter.ts';
 import {
   OpenSandboxAdapter,
   openSandboxConfigSchema,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
@@ -67,3 +69,41 @@ adapterConformance(
     };
   },
 );
+
+adapterConformance('daytona against its fake server', async () => {
+  const fake = await new DaytonaFake({ apiKey: 'dtn-key-0123456789' }).start();
+  const config = daytonaConfigSchema.parse({ apiURL: `${fake.url}/api`, ...fast });
+  const adapter = new DaytonaAdapter(config, 'dtn-key-0123456789');
+  return {
+    adapter,
+    features: (await adapter.capabilities()).features,
+    workdir: '/work',
+    pwd: /\/work$/,
+    deviations: { stdinUnsupported: true, combinedOutput: true },
+    loseNextCreateResponse: () => {
+      fake.faults.dropCreateResponse = true;
+    },
+    failNextList: () => {
+      fake.faults.failListAfterPages = 0;
+    },
+    failNextCreate: (kind) => {
+      if (kind === 'sandbox') fake.faults.nextSandboxErrors = true;
+      else
+        fake.faults.failCreate =
+          kind === 'capacity'
+            ? { status: 429, message: 'ThrottlerException: Too Many Requests' }
+            : { status: 503, message: 'Service Unavailable' };
+    },
+    withBadCredentials: () => ({
+      adapter: new DaytonaAdapter(config, 'wrong-dtn-key-abcdef'),
+      credential: 'wrong-dtn-key-abcdef',
+    }),
+    breakBackend: () => {
+      fake.faults.down = true;
+    },
+    restoreBackend: () => {
+      fake.faults.down = false;
+    },
+    close: () => fake.stop(),
+  };
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type FakeHttp, formDataOf, parseJson, sendJson as send, startFakeHttp } from './fake-http.ts';
 import { HostSandboxes } from './host-sandboxes.ts';
 
 /**
@@ -69,7 +69,7 @@ export class OpenSandboxFake {
     deleteWhileListed: undefined as string | undefined,
   };
   readonly #options: OpenSandboxFakeOptions;
-  #server: Server | undefined;
+  #http: FakeHttp | undefined;
   url = '';
 
   constructor(options: OpenSandboxFakeOptions = {}) {
@@ -77,26 +77,20 @@ export class OpenSandboxFake {
   }
 
   async start(): Promise<this> {
-    this.#server = createServer((req, res) => {
-      void this.#handle(req, res).catch((error: unknown) => {
-        if (!res.headersSent) send(res, 500, { code: 'GENERAL::UNKNOWN_ERROR', message: String(error) });
-        else res.end();
-      });
-    });
-    await new Promise<void>((resolve) => this.#server?.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    this.#http = await startFakeHttp(
+      (req, url, body, res) => this.#handle(req, url, body, res),
+      (res, error) => send(res, 500, { code: 'GENERAL::UNKNOWN_ERROR', message: String(error) }),
+    );
+    this.url = this.#http.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    this.#server?.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server?.close(() => resolve()) ?? resolve());
+    await this.#http?.close();
     await this.host.close();
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', this.url);
-    const body = await readAll(req);
+  async #handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
     if (url.pathname === '/health') return send(res, 200, { status: 'healthy' });
     const execd = /^\/execd\/([^/]+)(\/.*)$/.exec(url.pathname);
     if (execd?.[1] !== undefined && execd[2] !== undefined)
@@ -426,11 +420,7 @@ export class OpenSandboxFake {
       return;
     }
     if (path === '/files/upload' && req.method === 'POST') {
-      const form = await new Request('http://execd/upload', {
-        method: 'POST',
-        headers: { 'content-type': req.headers['content-type'] ?? '' },
-        body: new Uint8Array(body),
-      }).formData();
+      const form = await formDataOf(req, body);
       const metadata = form.get('metadata');
       const file = form.get('file');
       // execd reads metadata from the multipart files map: a plain field is not seen.
@@ -477,29 +467,7 @@ export class OpenSandboxFake {
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
 /** FastAPI's own validation error shape (no `{code, message}` here). */
 function unprocessable(res: ServerResponse, loc: string[], msg: string): void {
   send(res, 422, { detail: [{ type: 'value_error', loc, msg }] });
-}
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function readAll(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }

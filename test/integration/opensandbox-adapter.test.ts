@@ -1,12 +1,12 @@
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeForStatus } from '../../adapters/httpx/http-client.ts';
+import { shellQuote } from '../../adapters/httpx/shell-quote.ts';
 import {
   instanceStateOf,
   LineSplitter,
   OpenSandboxAdapter,
   openSandboxConfigSchema,
-  shellQuote,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import { newId } from '../../lib/ids.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';

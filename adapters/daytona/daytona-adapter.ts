@@ -1,0 +1,487 @@
+/**
+ * Daytona (adapter specification section 9; ../shared/reference/providers/daytona.md). The main API
+ * (sandboxes, snapshots, preview URLs) and the toolbox reached through each sandbox's toolbox proxy
+ * (exec, files). Documented deviations: exec output is stdout and stderr combined; exec has no stdin.
+ */
+import { z } from 'zod';
+import {
+  type AdapterInfo,
+  adapterErrors,
+  adapterProtocolVersion,
+  type CallOptions,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type InstanceState,
+  type Lifecycle,
+  type Pauser,
+  type PortExposer,
+  type SnapshotInfo,
+  type Snapshotter,
+} from '../../lib/adapter/contract.ts';
+import { isApiError } from '../../lib/errors.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { HttpClient } from '../httpx/http-client.ts';
+import { shellQuote } from '../httpx/shell-quote.ts';
+
+export const daytonaConfigSchema = z.strictObject({
+  apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).default('https://app.daytona.io/api'),
+  /** Region (Daytona's `target`). */
+  target: z.string().min(1).optional(),
+  /** The snapshot (Daytona's template image) a sandbox starts from when the request names no template. */
+  snapshot: z.string().min(1).optional(),
+  /** container (default) or linux-vm: only VM-class sandboxes pause with memory kept. */
+  class: z.enum(['container', 'linux-vm']).default('container'),
+  /** Preview URLs' lifetime. */
+  portURLSeconds: z.int().min(1).max(86_400).default(3600),
+  readyTimeoutSeconds: z.int().min(1).max(900).default(180),
+  pollIntervalMs: z.int().min(10).max(10_000).default(1000),
+});
+export type DaytonaConfig = z.infer<typeof daytonaConfigSchema>;
+
+const labels = { sandboxId: 'differently.dev/sandbox-id', installation: 'differently.dev/installation' };
+/** The toolbox waits forever without a timeout; an unset one is sent as 600 s (the seeds' table). */
+const defaultExecTimeoutSeconds = 600;
+
+const sandboxSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().optional(),
+  state: z.string(),
+  errorReason: z.string().nullish(),
+  labels: z.record(z.string(), z.string()).nullish(),
+  toolboxProxyUrl: z.string().nullish(),
+});
+type DaytonaSandbox = z.infer<typeof sandboxSchema>;
+const listSchema = z.object({ items: z.array(sandboxSchema), nextCursor: z.string().nullish() });
+const executeSchema = z.object({ exitCode: z.int(), result: z.string() });
+const filesSchema = z.array(
+  z.object({
+    name: z.string(),
+    isDir: z.boolean(),
+    size: z.number().optional(),
+    modifiedAt: z.string().optional(),
+  }),
+);
+
+const goneStates = new Set(['destroyed', 'destroying']);
+
+export function daytonaStateOf(state: string): InstanceState {
+  switch (state) {
+    case 'started':
+      return 'running';
+    case 'stopped':
+    case 'archived':
+      return 'stopped';
+    case 'paused':
+      return 'paused';
+    case 'error':
+    case 'build_failed':
+      return 'error';
+    default:
+      return 'pending';
+  }
+}
+
+export class DaytonaAdapter
+  implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+{
+  readonly #config: DaytonaConfig;
+  readonly #http: HttpClient;
+  readonly #toolbox = new Map<string, string>();
+
+  constructor(config: DaytonaConfig, apiKey?: string, fetchImpl?: typeof fetch) {
+    this.#config = config;
+    this.#http = new HttpClient({
+      provider: 'daytona',
+      baseUrl: config.apiURL,
+      headers: apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` },
+      secrets: apiKey === undefined ? [] : [apiKey],
+      timeoutMs: 2 * 3600 * 1000 + 15 * 60 * 1000,
+      ...(fetchImpl !== undefined && { fetch: fetchImpl }),
+    });
+  }
+
+  info(): AdapterInfo {
+    return {
+      kind: 'daytona',
+      version: '1',
+      trust: 'external',
+      isolation:
+        this.#config.class === 'linux-vm'
+          ? 'virtual machine (Daytona linux-vm class)'
+          : 'container (Daytona container class)',
+      protocol: adapterProtocolVersion,
+      isolationVerified: false,
+      description: 'exec returns stdout and stderr combined in stdout, and has no stdin',
+      limitations: [
+        'exec output is stdout and stderr combined; exec has no stdin (unsupported_operation)',
+        "resources are not sent: a sandbox gets its snapshot's size; quota and cost use the requested size",
+        'no provider-side TTL: expiry relies on the sweep (autoStopInterval is 0 so Differently owns stop)',
+        "listings are eventually consistent on Daytona's side; Create looks sandboxes up by name instead",
+        ...(this.#config.class === 'container' ? ['no pause-resume for the container class'] : []),
+        'snapshots capture the filesystem; fork is not offered',
+      ],
+    };
+  }
+
+  #features(): string[] {
+    const list = [
+      'exec',
+      'files',
+      'lifecycle.stop-start',
+      'persistence.disk',
+      'snapshots.disk',
+      'ports.expose',
+    ];
+    if (this.#config.class === 'linux-vm') list.push('lifecycle.pause-resume', 'isolation.microvm');
+    else list.push('isolation.container');
+    return list;
+  }
+
+  async capabilities(): Promise<Capabilities> {
+    return {
+      features: this.#features(),
+      maxCPU: 4,
+      maxMemoryMiB: 8 * 1024,
+      maxDiskGiB: 10,
+      templates: [],
+      regions: this.#config.target === undefined ? [] : [this.#config.target],
+    };
+  }
+
+  async capacity(): Promise<Capacity> {
+    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+  }
+
+  async health(opts?: CallOptions): Promise<void> {
+    await this.#http.json('GET', '/sandbox', listSchema, {
+      query: { limit: 1 },
+      signal: opts?.signal,
+      idempotent: true,
+    });
+  }
+
+  /** The sandbox named by our id, looked up by name (consistent, unlike the listing). */
+  async #byName(name: string, opts?: CallOptions): Promise<DaytonaSandbox | undefined> {
+    try {
+      const sandbox = await this.#getRaw(name, opts);
+      return goneStates.has(sandbox.state) ? undefined : sandbox;
+    } catch (error) {
+      if (isApiError(error) && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
+  async create(req: CreateRequest, opts?: CallOptions): Promise<Instance> {
+    let sandbox = await this.#byName(req.id, opts);
+    if (sandbox === undefined) {
+      try {
+        sandbox = await this.#http.json('POST', '/sandbox', sandboxSchema, {
+          json: this.createBody(req),
+          signal: opts?.signal,
+        });
+      } catch (error) {
+        // The name is the sandbox id: a conflict is our own earlier attempt, whose answer was lost.
+        const existing =
+          isApiError(error) && error.code === 'invalid_state' ? await this.#byName(req.id, opts) : undefined;
+        if (existing === undefined) throw error;
+        sandbox = existing;
+      }
+    }
+    await this.#waitFor(sandbox.id, ['started'], opts);
+    return { ref: sandbox.id, sandboxId: req.id, state: 'running' };
+  }
+
+  createBody(req: CreateRequest): Record<string, unknown> {
+    const snapshot = req.fromSnapshot ?? req.template ?? this.#config.snapshot;
+    return {
+      name: req.id,
+      ...(snapshot !== undefined && { snapshot }),
+      env: req.env,
+      labels: { [labels.sandboxId]: req.id, [labels.installation]: req.installation },
+      ...(this.#config.target !== undefined && { target: this.#config.target }),
+      // Differently owns stop and delete; Daytona's idle timer would stop a busy job with no traffic.
+      autoStopInterval: 0,
+    };
+  }
+
+  async #getRaw(ref: string, opts?: CallOptions): Promise<DaytonaSandbox> {
+    return this.#http.json('GET', `/sandbox/${encodeURIComponent(ref)}`, sandboxSchema, {
+      signal: opts?.signal,
+      idempotent: true,
+    });
+  }
+
+  async #waitFor(ref: string, targets: string[], opts?: CallOptions): Promise<DaytonaSandbox> {
+    const deadline = Date.now() + this.#config.readyTimeoutSeconds * 1000;
+    for (;;) {
+      const sandbox = await this.#getRaw(ref, opts);
+      if (targets.includes(sandbox.state)) return sandbox;
+      if (sandbox.state === 'error' || sandbox.state === 'build_failed') {
+        throw adapterErrors.sandboxFailed(
+          `daytona: sandbox ${ref} is ${sandbox.state}: ${sandbox.errorReason ?? 'no reason given'}`,
+          { ref },
+        );
+      }
+      if (goneStates.has(sandbox.state)) throw adapterErrors.notFound(ref);
+      if (Date.now() > deadline) {
+        throw adapterErrors.sandboxFailed(
+          `daytona: sandbox ${ref} did not reach ${targets.join(' or ')} in ${this.#config.readyTimeoutSeconds} s (still ${sandbox.state})`,
+        );
+      }
+      await sleep(this.#config.pollIntervalMs);
+    }
+  }
+
+  async get(ref: string, opts?: CallOptions): Promise<Instance> {
+    const sandbox = await this.#getRaw(ref, opts);
+    if (goneStates.has(sandbox.state)) throw adapterErrors.notFound(ref);
+    return this.#instanceOf(sandbox);
+  }
+
+  #instanceOf(sandbox: DaytonaSandbox): Instance {
+    return {
+      ref: sandbox.id,
+      sandboxId: sandbox.labels?.[labels.sandboxId] ?? '',
+      state: daytonaStateOf(sandbox.state),
+      ...(sandbox.errorReason !== undefined &&
+        sandbox.errorReason !== null && { message: sandbox.errorReason }),
+    };
+  }
+
+  /** Cursor paging through the label filter; any failed page fails the whole list. */
+  async list(installation: string, opts?: CallOptions): Promise<Instance[]> {
+    const found: Instance[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10_000; page++) {
+      const result = await this.#http.json('GET', '/sandbox', listSchema, {
+        query: { labels: JSON.stringify({ [labels.installation]: installation }), limit: 100, cursor },
+        signal: opts?.signal,
+        idempotent: true,
+      });
+      for (const sandbox of result.items) {
+        if (sandbox.labels?.[labels.installation] === installation && !goneStates.has(sandbox.state))
+          found.push(this.#instanceOf(sandbox));
+      }
+      if (result.nextCursor === undefined || result.nextCursor === null) return found;
+      cursor = result.nextCursor;
+    }
+    throw this.#http.unavailable('the sandbox list did not end after 10000 pages');
+  }
+
+  async delete(ref: string, opts?: CallOptions): Promise<void> {
+    this.#toolbox.delete(ref);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#http.request('DELETE', `/sandbox/${encodeURIComponent(ref)}`, {
+          signal: opts?.signal,
+          idempotent: true,
+          accept: [404],
+        });
+        return;
+      } catch (error) {
+        // 409: a state change is in flight. If it is the destroy itself, the delete is already done.
+        if (!(isApiError(error) && error.code === 'invalid_state') || attempt >= 10) throw error;
+        if ((await this.#byName(ref, opts)) === undefined) return;
+        await sleep(this.#config.pollIntervalMs);
+      }
+    }
+  }
+
+  async #toolboxOf(ref: string, opts?: CallOptions): Promise<string> {
+    const known = this.#toolbox.get(ref);
+    if (known !== undefined) return known;
+    const sandbox = await this.#getRaw(ref, opts);
+    if (sandbox.toolboxProxyUrl === undefined || sandbox.toolboxProxyUrl === null) {
+      throw this.#http.unavailable(`sandbox ${ref} has no toolboxProxyUrl`);
+    }
+    const base = `${sandbox.toolboxProxyUrl.replace(/\/+$/, '')}/${encodeURIComponent(ref)}`;
+    this.#toolbox.set(ref, base);
+    return base;
+  }
+
+  async exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
+    if (req.stdin !== undefined) {
+      throw adapterErrors.unsupported('exec with stdin', {
+        adapter: 'daytona',
+        reason: 'the toolbox feeds the command itself through stdin',
+      });
+    }
+    const base = await this.#toolboxOf(ref, opts);
+    const started = Date.now();
+    const timeout = req.timeoutSeconds ?? defaultExecTimeoutSeconds;
+    try {
+      const result = await this.#http.json('POST', '/process/execute', executeSchema, {
+        url: `${base}/process/execute`,
+        json: {
+          command: req.command ?? shellQuote(req.args ?? []),
+          ...(req.cwd !== undefined && { cwd: req.cwd }),
+          ...(req.env !== undefined && { envs: req.env }),
+          timeout,
+        },
+        signal: opts?.signal,
+      });
+      // -1: the process could not be spawned; the result holds the reason.
+      if (result.exitCode === -1) {
+        return {
+          exitCode: 127,
+          stdout: '',
+          stderr: result.result,
+          durationMs: Date.now() - started,
+          truncated: false,
+          timedOut: false,
+        };
+      }
+      return {
+        exitCode: result.exitCode,
+        stdout: result.result,
+        stderr: '',
+        durationMs: Date.now() - started,
+        truncated: false,
+        timedOut: false,
+      };
+    } catch (error) {
+      // 408: the toolbox killed the command at its timeout; the output is lost with it.
+      if (isApiError(error) && error.details.status === 408) {
+        return {
+          exitCode: 124,
+          stdout: '',
+          stderr: '',
+          durationMs: Date.now() - started,
+          truncated: false,
+          timedOut: true,
+        };
+      }
+      throw error;
+    }
+  }
+
+  async #toolboxCall(
+    ref: string,
+    method: string,
+    path: string,
+    init: { query?: Record<string, string>; raw?: FormData; signal?: AbortSignal | undefined },
+  ) {
+    const base = await this.#toolboxOf(ref, { ...(init.signal && { signal: init.signal }) });
+    try {
+      return await this.#http.request(method, path, {
+        ...init,
+        url: this.#http.url(path, init.query ?? {}, base),
+      });
+    } catch (error) {
+      if (isApiError(error) && error.code === 'not_found' && init.query?.path !== undefined)
+        throw adapterErrors.notFound(init.query.path);
+      throw error;
+    }
+  }
+
+  async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
+    const response = await this.#toolboxCall(ref, 'GET', '/files/download', {
+      query: { path },
+      signal: opts?.signal,
+    });
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(content)]), path.split('/').pop() || 'file');
+    await this.#toolboxCall(ref, 'POST', '/files/upload', {
+      query: { path },
+      raw: form,
+      signal: opts?.signal,
+    });
+  }
+
+  async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
+    const response = await this.#toolboxCall(ref, 'GET', '/files', { query: { path }, signal: opts?.signal });
+    const entries = await this.#http.parse(response, filesSchema, 'GET /files');
+    return entries.map((e) => ({
+      name: e.name,
+      path: `${path.replace(/\/$/, '')}/${e.name}`,
+      isDir: e.isDir,
+      size: e.size ?? 0,
+      ...(e.modifiedAt !== undefined && { modifiedAt: e.modifiedAt }),
+    }));
+  }
+
+  /** Lifecycle calls are made idempotent: Daytona answers 400 to a start of a started sandbox. */
+  async #lifecycle(
+    ref: string,
+    action: 'start' | 'stop' | 'pause',
+    settled: string,
+    opts?: CallOptions,
+  ): Promise<void> {
+    const current = await this.#getRaw(ref, opts);
+    if (current.state === settled) return;
+    await this.#http.request('POST', `/sandbox/${encodeURIComponent(ref)}/${action}`, {
+      signal: opts?.signal,
+    });
+    this.#toolbox.delete(ref);
+    await this.#waitFor(ref, [settled], opts);
+  }
+
+  stop(ref: string, opts?: CallOptions): Promise<void> {
+    return this.#lifecycle(ref, 'stop', 'stopped', opts);
+  }
+
+  start(ref: string, opts?: CallOptions): Promise<void> {
+    return this.#lifecycle(ref, 'start', 'started', opts);
+  }
+
+  async pause(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.class !== 'linux-vm')
+      throw adapterErrors.unsupported('pause', { class: this.#config.class });
+    await this.#lifecycle(ref, 'pause', 'paused', opts);
+  }
+
+  /** Daytona resumes a paused sandbox with start. */
+  async resume(ref: string, opts?: CallOptions): Promise<void> {
+    if (this.#config.class !== 'linux-vm')
+      throw adapterErrors.unsupported('resume', { class: this.#config.class });
+    await this.#lifecycle(ref, 'start', 'started', opts);
+  }
+
+  async snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo> {
+    if (kind === 'memory')
+      throw adapterErrors.unsupported('snapshot', {
+        kind,
+        reason: 'Daytona captures memory for Windows sandboxes only',
+      });
+    const before = await this.#getRaw(ref, opts);
+    const name = `dly-${ref}-${Date.now().toString(36)}`.toLowerCase();
+    await this.#http.request('POST', `/sandbox/${encodeURIComponent(ref)}/snapshot`, {
+      json: { name },
+      signal: opts?.signal,
+    });
+    // The sandbox is `snapshotting` until the snapshot is usable, then back where it was.
+    await this.#waitFor(ref, [before.state], opts);
+    return { ref: name, kind: 'disk', sizeBytes: 0 };
+  }
+
+  async deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void> {
+    await this.#http.request('DELETE', `/snapshots/${encodeURIComponent(snapshotRef)}`, {
+      signal: opts?.signal,
+      idempotent: true,
+      accept: [404],
+    });
+  }
+
+  async exposePort(ref: string, port: number, opts?: CallOptions): Promise<string> {
+    const preview = await this.#http.json(
+      'GET',
+      `/sandbox/${encodeURIComponent(ref)}/ports/${port}/signed-preview-url`,
+      z.object({ url: z.string().min(1) }),
+      { query: { expiresInSeconds: this.#config.portURLSeconds }, signal: opts?.signal, idempotent: true },
+    );
+    return preview.url;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,365 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type FakeHttp, formDataOf, parseJson, sendJson, startFakeHttp } from './fake-http.ts';
+import { HostSandboxes } from './host-sandboxes.ts';
+
+/**
+ * A fake Daytona faithful to its published main API and toolbox (../shared/reference/providers/daytona.md):
+ * Bearer auth, `/api/sandbox` with cursor paging and a JSON `labels` filter that is eventually consistent,
+ * name lookups, 200 (not 201/202) on create with the pre-wait state, 400 for wrong-state actions and 409
+ * while a transition is in flight, NestJS error bodies on the API and daemon bodies on the toolbox,
+ * `/process/execute` with stdout and stderr merged and 408 on timeout.
+ */
+interface FakeSandbox {
+  id: string;
+  name: string;
+  state: string;
+  desiredState: string;
+  pollsLeft: number;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  snapshot: string;
+  createdAt: number;
+  errorReason?: string;
+}
+
+export class DaytonaFake {
+  readonly sandboxes = new Map<string, FakeSandbox>();
+  readonly snapshots = new Map<string, { name: string; sandbox: string }>();
+  readonly host = new HostSandboxes();
+  readonly received: { createBodies: unknown[] } = { createBodies: [] };
+  readonly faults = {
+    /** Listings leave out sandboxes younger than this (ms): the search index lags. */
+    listingLagMs: 0,
+    failListAfterPages: undefined as number | undefined,
+    dropCreateResponse: false,
+    /** The next sandbox is accepted, then its runner fails it (state error). */
+    nextSandboxErrors: false,
+    failCreate: undefined as { status: number; message: string } | undefined,
+    down: false,
+  };
+  #http: FakeHttp | undefined;
+  url = '';
+  readonly #apiKey: string | undefined;
+
+  constructor(options: { apiKey?: string } = {}) {
+    this.#apiKey = options.apiKey;
+  }
+
+  async start(): Promise<this> {
+    this.#http = await startFakeHttp(
+      (req, url, body, res) => this.#handle(req, url, body, res),
+      (res, error) => this.#apiError(res, 500, String(error), '/'),
+    );
+    this.url = this.#http.url;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.#http?.close();
+    await this.host.close();
+  }
+
+  #apiError(res: ServerResponse, status: number, message: string, path: string): void {
+    sendJson(res, status, {
+      statusCode: status,
+      error: statusText(status),
+      message,
+      path,
+      timestamp: new Date().toISOString(),
+    });
+  }
+
+  #toolboxError(
+    res: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    path: string,
+    method: string,
+  ): void {
+    sendJson(res, status, {
+      statusCode: status,
+      message,
+      code,
+      timestamp: new Date().toISOString(),
+      path,
+      method,
+    });
+  }
+
+  #find(idOrName: string): FakeSandbox | undefined {
+    return this.sandboxes.get(idOrName) ?? [...this.sandboxes.values()].find((s) => s.name === idOrName);
+  }
+
+  /** Transitions settle after a poll, as a runner's do. */
+  #advance(s: FakeSandbox): FakeSandbox {
+    if (s.state !== s.desiredState && s.pollsLeft-- <= 0) {
+      s.state = s.desiredState;
+      if (s.state === 'destroyed') this.sandboxes.delete(s.id);
+    }
+    return s;
+  }
+
+  #view(s: FakeSandbox) {
+    return {
+      id: s.id,
+      name: s.name,
+      state: s.state,
+      desiredState: s.desiredState,
+      labels: s.labels,
+      env: s.env,
+      snapshot: s.snapshot,
+      cpu: 1,
+      memory: 1,
+      disk: 3,
+      sandboxClass: 'container',
+      toolboxProxyUrl: `${this.url}/toolbox`,
+      ...(s.errorReason !== undefined && { errorReason: s.errorReason }),
+    };
+  }
+
+  async #handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    if (this.#apiKey !== undefined && req.headers.authorization !== `Bearer ${this.#apiKey}`) {
+      return this.#apiError(res, 401, 'Invalid API key', url.pathname);
+    }
+    if (this.faults.down) return this.#apiError(res, 503, 'Service Unavailable', url.pathname);
+    if (url.pathname.startsWith('/toolbox/')) return this.#toolbox(req, url, body, res);
+    const parts = url.pathname
+      .replace(/^\/api\//, '')
+      .split('/')
+      .filter(Boolean);
+    if (parts[0] === 'sandbox' && parts.length === 1 && method === 'POST')
+      return this.#create(req, parseJson(body), res);
+    if (parts[0] === 'sandbox' && parts.length === 1 && method === 'GET') return this.#list(url, res);
+    if (parts[0] === 'snapshots' && parts[1] !== undefined && method === 'DELETE') {
+      if (!this.snapshots.delete(parts[1]))
+        return this.#apiError(res, 404, `Snapshot ${parts[1]} not found`, url.pathname);
+      return sendJson(res, 200, {});
+    }
+    if (parts[0] !== 'sandbox' || parts[1] === undefined)
+      return this.#apiError(res, 404, 'Not Found', url.pathname);
+    const s = this.#find(parts[1]);
+    if (s === undefined)
+      return this.#apiError(res, 404, `Sandbox with ID or name ${parts[1]} not found`, url.pathname);
+    const action = parts[2];
+    if (action === undefined && method === 'GET') return sendJson(res, 200, this.#view(this.#advance(s)));
+    if (action === undefined && method === 'DELETE') {
+      if (s.state !== s.desiredState)
+        return this.#apiError(res, 409, 'Sandbox state change in progress', url.pathname);
+      Object.assign(s, { state: 'destroying', desiredState: 'destroyed', pollsLeft: 1 });
+      await this.host.remove(s.id);
+      return sendJson(res, 200, this.#view(s));
+    }
+    const transitions: Record<string, { from: string[]; via: string; to: string }> = {
+      start: { from: ['stopped', 'archived', 'paused'], via: 'starting', to: 'started' },
+      stop: { from: ['started'], via: 'stopping', to: 'stopped' },
+    };
+    const move = action === undefined ? undefined : transitions[action];
+    if (move !== undefined && method === 'POST') {
+      if (s.state !== s.desiredState)
+        return this.#apiError(res, 409, 'Sandbox state change in progress', url.pathname);
+      if (!move.from.includes(s.state))
+        return this.#apiError(res, 400, `Sandbox is not in valid state (${s.state})`, url.pathname);
+      Object.assign(s, { state: move.via, desiredState: move.to, pollsLeft: 1 });
+      return sendJson(res, 200, this.#view(s));
+    }
+    if (action === 'pause' && method === 'POST')
+      return this.#apiError(res, 422, 'Pause is not supported for container sandboxes', url.pathname);
+    if (action === 'snapshot' && method === 'POST') {
+      const { name } = (parseJson(body) ?? {}) as { name?: string };
+      if (name === undefined) return this.#apiError(res, 400, 'name should not be empty', url.pathname);
+      if (!['started', 'stopped'].includes(s.state))
+        return this.#apiError(res, 400, 'Sandbox is not in valid state', url.pathname);
+      this.snapshots.set(name, { name, sandbox: s.id });
+      await this.host.copy(s.id, `snap-${name}`);
+      const back = s.state;
+      Object.assign(s, { state: 'snapshotting', desiredState: back, pollsLeft: 1 });
+      return sendJson(res, 200, this.#view(s));
+    }
+    if (action === 'ports' && parts[4] === 'signed-preview-url' && method === 'GET') {
+      const seconds = Number(url.searchParams.get('expiresInSeconds') ?? '60');
+      if (!(seconds >= 1 && seconds <= 86_400))
+        return this.#apiError(res, 400, 'expiresInSeconds out of range', url.pathname);
+      const token = randomUUID().slice(0, 8);
+      return sendJson(res, 200, {
+        sandboxId: s.id,
+        port: Number(parts[3]),
+        token,
+        url: `https://${parts[3]}-${token}.proxy.daytona.example`,
+      });
+    }
+    this.#apiError(res, 404, 'Not Found', url.pathname);
+  }
+
+  async #create(req: IncomingMessage, body: unknown, res: ServerResponse): Promise<void> {
+    this.received.createBodies.push(body);
+    if (this.faults.failCreate !== undefined) {
+      const { status, message } = this.faults.failCreate;
+      this.faults.failCreate = undefined;
+      return this.#apiError(res, status, message, '/api/sandbox');
+    }
+    const b = (body ?? {}) as Record<string, unknown>;
+    if (b.cpu !== undefined || b.memory !== undefined || b.disk !== undefined) {
+      return this.#apiError(
+        res,
+        400,
+        'Cannot specify Sandbox resources when using a snapshot',
+        '/api/sandbox',
+      );
+    }
+    const id = randomUUID();
+    const name = typeof b.name === 'string' ? b.name : id;
+    if ([...this.sandboxes.values()].some((s) => s.name === name)) {
+      return this.#apiError(res, 409, `Sandbox with name ${name} already exists`, '/api/sandbox');
+    }
+    const snapshot = typeof b.snapshot === 'string' ? b.snapshot : 'daytona-small';
+    if (snapshot.includes('missing'))
+      return this.#apiError(res, 400, `Snapshot ${snapshot} not found`, '/api/sandbox');
+    const fromSnapshot = this.snapshots.get(snapshot);
+    const s: FakeSandbox = {
+      id,
+      name,
+      state: 'creating',
+      desiredState: 'started',
+      pollsLeft: 1,
+      labels: (b.labels ?? {}) as Record<string, string>,
+      env: (b.env ?? {}) as Record<string, string>,
+      snapshot,
+      createdAt: Date.now(),
+    };
+    if (this.faults.nextSandboxErrors) {
+      this.faults.nextSandboxErrors = false;
+      Object.assign(s, { desiredState: 'error', errorReason: 'runner failed to start the sandbox' });
+    }
+    this.sandboxes.set(id, s);
+    if (fromSnapshot !== undefined) await this.host.copy(`snap-${fromSnapshot.name}`, id);
+    else await this.host.dir(id);
+    if (this.faults.dropCreateResponse) {
+      this.faults.dropCreateResponse = false;
+      req.socket.destroy();
+      return;
+    }
+    // The DTO from before the server's own wait: callers must re-GET.
+    sendJson(res, 200, this.#view(s));
+  }
+
+  #list(url: URL, res: ServerResponse): void {
+    const limit = Number(url.searchParams.get('limit') ?? '100');
+    if (limit < 1 || limit > 200)
+      return this.#apiError(res, 400, 'limit must not be greater than 200', '/api/sandbox');
+    let filter: Record<string, string> = {};
+    const raw = url.searchParams.get('labels');
+    if (raw !== null) {
+      const parsed = parseJson(Buffer.from(raw));
+      if (typeof parsed !== 'object' || parsed === null)
+        return this.#apiError(res, 400, 'Invalid labels filter', '/api/sandbox');
+      filter = parsed as Record<string, string>;
+    }
+    const offset = Number(url.searchParams.get('cursor') ?? '0');
+    const page = Math.floor(offset / limit) + 1;
+    if (this.faults.failListAfterPages !== undefined && page > this.faults.failListAfterPages) {
+      this.faults.failListAfterPages = undefined;
+      return this.#apiError(res, 500, 'Internal server error', '/api/sandbox');
+    }
+    const visible = [...this.sandboxes.values()]
+      .filter((s) => Date.now() - s.createdAt >= this.faults.listingLagMs)
+      .filter((s) => Object.entries(filter).every(([k, v]) => s.labels[k] === v))
+      .sort((a, b) => b.createdAt - a.createdAt);
+    const items = visible.slice(offset, offset + limit).map((s) => this.#view(s));
+    sendJson(res, 200, {
+      items,
+      nextCursor: offset + limit < visible.length ? String(offset + limit) : null,
+    });
+  }
+
+  async #toolbox(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const [, , id, ...rest] = url.pathname.split('/');
+    const path = `/${rest.join('/')}`;
+    const s = id === undefined ? undefined : this.sandboxes.get(id);
+    if (s === undefined) return this.#toolboxError(res, 404, 'NOT_FOUND', 'sandbox not found', path, method);
+    if (s.state !== 'started')
+      return this.#toolboxError(res, 409, 'CONFLICT', `sandbox is ${s.state}`, path, method);
+    if (path === '/process/execute' && method === 'POST') {
+      const b = (parseJson(body) ?? {}) as {
+        command?: string;
+        cwd?: string;
+        envs?: Record<string, string>;
+        timeout?: number;
+      };
+      if (typeof b.command !== 'string' || b.command.trim() === '') {
+        return this.#toolboxError(res, 400, 'BAD_REQUEST', 'command is required', path, method);
+      }
+      let combined = '';
+      const result = await this.host.run(s.id, {
+        command: b.command,
+        cwd: b.cwd,
+        env: { ...s.env, ...b.envs },
+        ...(b.timeout !== undefined && b.timeout > 0 && { timeoutMs: b.timeout * 1000 }),
+        onOutput: (event) => {
+          combined += event.data;
+        },
+      });
+      if (result.timedOut)
+        return this.#toolboxError(res, 408, 'REQUEST_TIMEOUT', 'command timed out', path, method);
+      return sendJson(res, 200, { exitCode: result.exitCode, result: combined });
+    }
+    const target = url.searchParams.get('path') ?? '/';
+    if (path === '/files/upload' && method === 'POST') {
+      const file = (await formDataOf(req, body)).get('file');
+      if (!(file instanceof File))
+        return this.#toolboxError(res, 400, 'BAD_REQUEST', 'file is required', path, method);
+      await this.host.write(s.id, target, new Uint8Array(await file.arrayBuffer()));
+      res.writeHead(200).end();
+      return;
+    }
+    if (path === '/files/download' && method === 'GET') {
+      const content = await this.host.read(s.id, target);
+      if (content === undefined) {
+        // Daemon file errors can come with a status and an empty body.
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(content);
+      return;
+    }
+    if (path === '/files' && method === 'GET') {
+      const entries = await this.host.list(s.id, target);
+      if (entries === undefined)
+        return this.#toolboxError(res, 404, 'NOT_FOUND', 'directory not found', path, method);
+      return sendJson(
+        res,
+        200,
+        entries.map((e) => ({
+          name: e.name,
+          isDir: e.isDir,
+          size: e.size,
+          mode: '0644',
+          permissions: '-rw-r--r--',
+          owner: 'daytona',
+          group: 'daytona',
+          modifiedAt: e.modified,
+        })),
+      );
+    }
+    this.#toolboxError(res, 404, 'NOT_FOUND', `no toolbox route ${path}`, path, method);
+  }
+}
+
+function statusText(status: number): string {
+  return (
+    {
+      400: 'Bad Request',
+      401: 'Unauthorized',
+      404: 'Not Found',
+      409: 'Conflict',
+      422: 'Unprocessable Entity',
+      429: 'Too Many Requests',
+      500: 'Internal Server Error',
+      503: 'Service Unavailable',
+    }[status] ?? 'Error'
+  );
+}

@@ -1,0 +1,75 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** The plumbing every fake provider shares: a server on a free 127.0.0.1 port, bodies, JSON answers. */
+export interface FakeHttp {
+  url: string;
+  close(): Promise<void>;
+}
+
+export type FakeHandler = (
+  req: IncomingMessage,
+  url: URL,
+  body: Buffer,
+  res: ServerResponse,
+) => Promise<void>;
+
+export async function startFakeHttp(
+  handler: FakeHandler,
+  onError: (res: ServerResponse, error: unknown) => void,
+): Promise<FakeHttp> {
+  let base = '';
+  const server: Server = createServer((req, res) => {
+    void readAll(req)
+      .then((body) => handler(req, new URL(req.url ?? '/', base), body, res))
+      .catch((error: unknown) => {
+        if (!res.headersSent) onError(res, error);
+        else res.end();
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url: base,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+export function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Parses a multipart body the way a server framework would. */
+export async function formDataOf(req: IncomingMessage, body: Buffer): Promise<FormData> {
+  return new Request('http://fake/upload', {
+    method: 'POST',
+    headers: { 'content-type': req.headers['content-type'] ?? '' },
+    body: new Uint8Array(body),
+  }).formData();
+}

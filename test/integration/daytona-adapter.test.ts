@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DaytonaAdapter,
+  daytonaConfigSchema,
+  daytonaStateOf,
+} from '../../adapters/daytona/daytona-adapter.ts';
+import { newId } from '../../lib/ids.ts';
+import { DaytonaFake } from '../fakes/daytona-server.ts';
+
+const request = (overrides: Record<string, unknown> = {}) => ({
+  id: newId('sandbox'),
+  installation: 'inst_dtn',
+  resources: { cpu: 2, memoryMiB: 2048, diskGiB: 5 },
+  env: { A: '1' },
+  labels: {},
+  ttlSeconds: 600,
+  ...overrides,
+});
+
+async function failure(promise: Promise<unknown>) {
+  return promise.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: { code: string; message: string; details: Record<string, unknown> }) => error,
+  );
+}
+
+describe('the Daytona adapter', () => {
+  let fake: DaytonaFake;
+  let adapter: DaytonaAdapter;
+
+  beforeAll(async () => {
+    fake = await new DaytonaFake({ apiKey: 'dtn-key-0123456789' }).start();
+    adapter = new DaytonaAdapter(
+      daytonaConfigSchema.parse({ apiURL: `${fake.url}/api`, pollIntervalMs: 10, target: 'eu' }),
+      'dtn-key-0123456789',
+    );
+  });
+
+  afterAll(async () => {
+    await fake.stop();
+  });
+
+  it.each([
+    ['started', 'running'],
+    ['stopped', 'stopped'],
+    ['archived', 'stopped'],
+    ['paused', 'paused'],
+    ['error', 'error'],
+    ['build_failed', 'error'],
+    ['creating', 'pending'],
+    ['snapshotting', 'pending'],
+  ] as const)('maps state %s to %s', (state, expected) => {
+    expect(daytonaStateOf(state)).toBe(expected);
+  });
+
+  it('sends no resources (the snapshot sizes the sandbox), autoStopInterval 0, the name and ownership labels', async () => {
+    const req = request({ template: 'python-snapshot' });
+    await adapter.create(req);
+    expect(fake.received.createBodies.at(-1)).toEqual({
+      name: req.id,
+      snapshot: 'python-snapshot',
+      env: { A: '1' },
+      labels: { 'differently.dev/sandbox-id': req.id, 'differently.dev/installation': 'inst_dtn' },
+      target: 'eu',
+      autoStopInterval: 0,
+    });
+  });
+
+  it('stays idempotent while the listing lags: Create looks up by name, not by the search index', async () => {
+    fake.faults.listingLagMs = 60_000;
+    try {
+      const req = request();
+      // The first answer is lost after Daytona created the sandbox; the listing does not show it yet.
+      fake.faults.dropCreateResponse = true;
+      expect((await failure(adapter.create(req))).code).toBe('provider_unavailable');
+      const second = await adapter.create(req);
+      const same = [...fake.sandboxes.values()].filter((s) => s.name === req.id);
+      expect(same.map((s) => s.id)).toEqual([second.ref]);
+      expect((await adapter.create(req)).ref).toBe(second.ref);
+    } finally {
+      fake.faults.listingLagMs = 0;
+    }
+  });
+
+  it('refuses a snapshot that does not exist as invalid_request; a runner failure is sandbox_failed', async () => {
+    expect((await failure(adapter.create(request({ template: 'missing-snapshot' })))).code).toBe(
+      'invalid_request',
+    );
+    fake.faults.nextSandboxErrors = true;
+    const failed = await failure(adapter.create(request()));
+    expect(failed.code, failed.message).toBe('sandbox_failed');
+    expect(failed.message).toMatch(/runner failed/);
+  });
+
+  it('keeps exec to its documented deviations: combined output, no stdin, 408 as a timeout', async () => {
+    const sandbox = await adapter.create(request());
+    const result = await adapter.exec(sandbox.ref, { command: 'echo out; echo err >&2; exit 2' });
+    expect(result).toMatchObject({ exitCode: 2, stdout: 'out\nerr\n', stderr: '' });
+    expect((await failure(adapter.exec(sandbox.ref, { command: 'cat', stdin: 'x' }))).code).toBe(
+      'unsupported_operation',
+    );
+    expect((await adapter.exec(sandbox.ref, { command: 'sleep 5', timeoutSeconds: 1 })).timedOut).toBe(true);
+    expect((await adapter.exec(sandbox.ref, { args: ['echo', 'a b'] })).stdout).toBe('a b\n');
+  });
+
+  it('makes start and stop idempotent, and pause unsupported for the container class', async () => {
+    const sandbox = await adapter.create(request());
+    await adapter.start(sandbox.ref);
+    await adapter.stop(sandbox.ref);
+    await adapter.stop(sandbox.ref);
+    expect((await adapter.get(sandbox.ref)).state).toBe('stopped');
+    expect((await failure(adapter.pause(sandbox.ref))).code).toBe('unsupported_operation');
+    expect((await adapter.capabilities()).features).not.toContain('lifecycle.pause-resume');
+  });
+
+  it("maps the daemon's empty-bodied 404 on a missing file to not_found", async () => {
+    const sandbox = await adapter.create(request());
+    expect((await failure(adapter.readFile(sandbox.ref, '/work/none.txt'))).code).toBe('not_found');
+  });
+});
