@@ -9,6 +9,7 @@ import type { Store } from '../lib/store/port.ts';
 import { DaytonaAdapter, daytonaConfigSchema } from './daytona/daytona-adapter.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
 import { FakeAdapter } from './fake/fake-adapter.ts';
+import { FreestyleAdapter, freestyleConfigSchema } from './freestyle/freestyle-adapter.ts';
 import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
 import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
 
@@ -37,7 +38,11 @@ export const adapterFactories: Record<string, AdapterFactory> = {
   opensandbox: (pool, credential) =>
     new OpenSandboxAdapter(configOf(pool, openSandboxConfigSchema), credential, pool.features),
   daytona: (pool, credential) => new DaytonaAdapter(configOf(pool, daytonaConfigSchema), credential),
+  freestyle: (pool, credential) => new FreestyleAdapter(configOf(pool, freestyleConfigSchema), credential),
 };
+
+/** Kinds whose backends are always someone else's infrastructure: their pools are external whatever the config says. */
+const externalKinds: ReadonlySet<string> = new Set(['daytona', 'freestyle']);
 
 export interface BuildPoolsOptions {
   log: Log;
@@ -57,9 +62,10 @@ export interface BuildPoolsOptions {
  * a backend that does not answer is not an error here: the pool starts with its declared features.
  */
 export async function buildPool(
-  spec: PoolSpec,
+  given: PoolSpec,
   options: BuildPoolsOptions,
 ): Promise<Pool & { reachable: boolean }> {
+  const spec: PoolSpec = externalKinds.has(given.adapter) ? { ...given, trust: 'external' } : given;
   const injected = options.adapters?.[spec.name];
   const factory = adapterFactories[spec.adapter];
   if (injected === undefined && factory === undefined) {

@@ -27,6 +27,7 @@ import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
+import { sleep } from '../httpx/sleep.ts';
 
 export const daytonaConfigSchema = z.strictObject({
   apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).default('https://app.daytona.io/api'),
@@ -480,8 +481,4 @@ export class DaytonaAdapter
     );
     return preview.url;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

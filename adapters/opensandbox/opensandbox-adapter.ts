@@ -32,6 +32,7 @@ import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
+import { sleep } from '../httpx/sleep.ts';
 
 export const openSandboxConfigSchema = z.strictObject({
   /** The lifecycle server, e.g. http://opensandbox.internal:8080 (routes under /v1). */
@@ -780,22 +781,4 @@ function tooLarge(path: string): ApiError {
       path,
     },
   );
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(errors.providerUnavailable('cancelled'));
-      return;
-    }
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(errors.providerUnavailable('cancelled'));
-      },
-      { once: true },
-    );
-  });
 }

@@ -1,9 +1,11 @@
 import { DaytonaAdapter, daytonaConfigSchema } from '../../adapters/daytona/daytona-adapter.ts';
+import { FreestyleAdapter, freestyleConfigSchema } from '../../adapters/freestyle/freestyle-adapter.ts';
 import {
   OpenSandboxAdapter,
   openSandboxConfigSchema,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
+import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
@@ -97,6 +99,44 @@ adapterConformance('daytona against its fake server', async () => {
     withBadCredentials: () => ({
       adapter: new DaytonaAdapter(config, 'wrong-dtn-key-abcdef'),
       credential: 'wrong-dtn-key-abcdef',
+    }),
+    breakBackend: () => {
+      fake.faults.down = true;
+    },
+    restoreBackend: () => {
+      fake.faults.down = false;
+    },
+    close: () => fake.stop(),
+  };
+});
+
+adapterConformance('freestyle (v5, background requests) against its fake server', async () => {
+  const fake = await new FreestyleFake({ apiKey: 'fs-key-0123456789' }).start();
+  const config = freestyleConfigSchema.parse({ apiURL: fake.url, ...fast });
+  const adapter = new FreestyleAdapter(config, 'fs-key-0123456789');
+  return {
+    adapter,
+    features: (await adapter.capabilities()).features,
+    workdir: '/work',
+    pwd: /\/work$/,
+    deviations: { listingsWithoutSize: true },
+    loseNextCreateResponse: () => {
+      fake.faults.dropCreateResponse = true;
+    },
+    failNextList: () => {
+      fake.faults.failListOffset = 0;
+    },
+    failNextCreate: (kind) => {
+      fake.faults.failCreate =
+        kind === 'capacity'
+          ? { status: 429, code: 'TOO_MANY_REQUESTS' }
+          : kind === 'sandbox'
+            ? { status: 500, code: 'VM_SETUP_FAILED' }
+            : { status: 503, code: 'SERVICE_UNAVAILABLE' };
+    },
+    withBadCredentials: () => ({
+      adapter: new FreestyleAdapter(config, 'wrong-fs-key-abcdef'),
+      credential: 'wrong-fs-key-abcdef',
     }),
     breakBackend: () => {
       fake.faults.down = true;

@@ -47,7 +47,10 @@ export class HostSandboxes {
     let stderr = '';
     // Commands run on the host: guest paths the adapters write into command text (a staged stdin file
     // under /tmp, files under /work) are moved under the sandbox's root, as a container's `/` would be.
-    const command = run.command.replace(/(^|[\s<>'"=(;|&])\/(tmp|work)(?=\/|\s|$)/g, `$1${root}/$2`);
+    const command = run.command.replace(
+      /(^|[\s<>'"=(;|&])\/(tmp|work|etc\/differently)(?=[/\s'";|&)]|$)/g,
+      `$1${root}/$2`,
+    );
     await mkdir(join(root, 'tmp'), { recursive: true });
     const result = await runProcess({
       argv: [command],
