@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { errorCodes } from '../../lib/errors.ts';
+import { fileInfoSchema } from '../../lib/schemas/operations.ts';
 import { execRequestSchema, execResultSchema } from '../../lib/schemas/sandboxes.ts';
 import { capabilitiesSchema, capacitySchema } from '../../lib/store/records.ts';
 
@@ -52,14 +53,6 @@ export const createRequestSchema = z.strictObject({
   fromSnapshot: z.string().min(1).max(512).optional(),
 });
 
-export const fileInfoSchema = z.object({
-  name: z.string(),
-  path: z.string(),
-  isDir: z.boolean(),
-  size: z.number(),
-  modifiedAt: z.string().optional(),
-});
-
 export const snapshotRequestSchema = z.strictObject({ kind: z.enum(['disk', 'memory']).default('disk') });
 export const snapshotSchema = z.object({
   ref: z.string().min(1),
@@ -85,4 +78,4 @@ export const streamLineSchema = z.union([
   z.object({ error: z.string() }),
 ]);
 
-export { capacitySchema, execRequestSchema, execResultSchema };
+export { capacitySchema, execRequestSchema, execResultSchema, fileInfoSchema };

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type FakeHttp, formDataOf, parseJson, sendJson, startFakeHttp } from './fake-http.ts';
-import { HostSandboxes } from './host-sandboxes.ts';
+import { FakeProvider, formDataOf, parseJson, sendJson } from './fake-http.ts';
 
 /**
  * A fake Daytona faithful to its published main API and toolbox (../shared/reference/providers/daytona.md):
@@ -23,10 +22,9 @@ interface FakeSandbox {
   errorReason?: string;
 }
 
-export class DaytonaFake {
+export class DaytonaFake extends FakeProvider {
   readonly sandboxes = new Map<string, FakeSandbox>();
   readonly snapshots = new Map<string, { name: string; sandbox: string }>();
-  readonly host = new HostSandboxes();
   readonly received: { createBodies: unknown[] } = { createBodies: [] };
   readonly faults = {
     /** Listings leave out sandboxes younger than this (ms): the search index lags. */
@@ -38,26 +36,15 @@ export class DaytonaFake {
     failCreate: undefined as { status: number; message: string } | undefined,
     down: false,
   };
-  #http: FakeHttp | undefined;
-  url = '';
   readonly #apiKey: string | undefined;
 
   constructor(options: { apiKey?: string } = {}) {
+    super();
     this.#apiKey = options.apiKey;
   }
 
-  async start(): Promise<this> {
-    this.#http = await startFakeHttp(
-      (req, url, body, res) => this.#handle(req, url, body, res),
-      (res, error) => this.#apiError(res, 500, String(error), '/'),
-    );
-    this.url = this.#http.url;
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await this.#http?.close();
-    await this.host.close();
+  protected internalError(res: ServerResponse, error: unknown): void {
+    this.#apiError(res, 500, String(error), '/');
   }
 
   #apiError(res: ServerResponse, status: number, message: string, path: string): void {
@@ -119,7 +106,7 @@ export class DaytonaFake {
     };
   }
 
-  async #handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     if (this.#apiKey !== undefined && req.headers.authorization !== `Bearer ${this.#apiKey}`) {
       return this.#apiError(res, 401, 'Invalid API key', url.pathname);
@@ -245,7 +232,7 @@ export class DaytonaFake {
     sendJson(res, 200, this.#view(s));
   }
 
-  #list(url: URL, res: ServerResponse): void {
+  #list(url: URL, res: ServerResponse) {
     const limit = Number(url.searchParams.get('limit') ?? '100');
     if (limit < 1 || limit > 200)
       return this.#apiError(res, 400, 'limit must not be greater than 200', '/api/sandbox');

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { HostSandboxes } from './host-sandboxes.ts';
 
 /** The plumbing every fake provider shares: a server on a free 127.0.0.1 port, bodies, JSON answers. */
 export interface FakeHttp {
@@ -72,4 +73,29 @@ export async function formDataOf(req: IncomingMessage, body: Buffer): Promise<Fo
     headers: { 'content-type': req.headers['content-type'] ?? '' },
     body: new Uint8Array(body),
   }).formData();
+}
+
+/** A fake provider: its HTTP server on a free port and the host directories its sandboxes run in. */
+export abstract class FakeProvider {
+  readonly host = new HostSandboxes();
+  url = '';
+  #http: FakeHttp | undefined;
+
+  protected abstract handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void>;
+  /** The provider's own shape for an unexpected failure. */
+  protected abstract internalError(res: ServerResponse, error: unknown): void;
+
+  async start(): Promise<this> {
+    this.#http = await startFakeHttp(
+      (req, url, body, res) => this.handle(req, url, body, res),
+      (res, error) => this.internalError(res, error),
+    );
+    this.url = this.#http.url;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.#http?.close();
+    await this.host.close();
+  }
 }

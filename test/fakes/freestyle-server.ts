@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type FakeHttp, parseJson, sendJson, startFakeHttp } from './fake-http.ts';
-import { HostSandboxes } from './host-sandboxes.ts';
+import { FakeProvider, parseJson, sendJson } from './fake-http.ts';
 
 /**
  * A fake Freestyle v5 faithful to its published client (../shared/reference/providers/freestyle.md):
@@ -27,11 +26,10 @@ const sizes: Record<string, FakeVm['resources']> = {
   'freestyle/ubuntu': { cpu: 4, memory: 8192, storage: 32_768 },
 };
 
-export class FreestyleFake {
+export class FreestyleFake extends FakeProvider {
   readonly vms = new Map<string, FakeVm>();
   readonly snapshots = new Map<string, { id: string; sourceVmId: string; resources: FakeVm['resources'] }>();
   readonly tlsRules: unknown[] = [];
-  readonly host = new HostSandboxes();
   readonly received: { createBodies: unknown[]; execBodies: unknown[]; resizeBodies: unknown[] } = {
     createBodies: [],
     execBodies: [],
@@ -46,26 +44,15 @@ export class FreestyleFake {
     flakyPoll: false,
   };
   readonly #background = new Map<string, { polls: number; status: number; body: unknown }>();
-  #http: FakeHttp | undefined;
-  url = '';
   readonly #apiKey: string | undefined;
 
   constructor(options: { apiKey?: string } = {}) {
+    super();
     this.#apiKey = options.apiKey;
   }
 
-  async start(): Promise<this> {
-    this.#http = await startFakeHttp(
-      (req, url, body, res) => this.#handle(req, url, body, res),
-      (res, error) => sendJson(res, 500, { code: 'INTERNAL_ERROR', message: String(error) }),
-    );
-    this.url = this.#http.url;
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    await this.#http?.close();
-    await this.host.close();
+  protected internalError(res: ServerResponse, error: unknown): void {
+    sendJson(res, 500, { code: 'INTERNAL_ERROR', message: String(error) });
   }
 
   #find(idOrSlug: string): FakeVm | undefined {
@@ -94,7 +81,7 @@ export class FreestyleFake {
   }
 
   /** Slow operations go to the background when the client opted in: 202 now, the answer on a later poll. */
-  #maybeBackground(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+  #maybeBackground(req: IncomingMessage, res: ServerResponse, status: number, body: unknown) {
     if (req.headers['x-freestyle-background-after-secs'] === undefined) return sendJson(res, status, body);
     const id = randomUUID();
     this.#background.set(id, { polls: 1, status, body });
@@ -106,7 +93,7 @@ export class FreestyleFake {
     );
   }
 
-  async #handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     if (this.#apiKey !== undefined) {
       const auth = req.headers.authorization;
@@ -254,7 +241,7 @@ export class FreestyleFake {
     this.#maybeBackground(req, res, 200, { ...this.#view(vm), firewallRules: [], tlsRules: [] });
   }
 
-  #list(url: URL, res: ServerResponse): void {
+  #list(url: URL, res: ServerResponse) {
     const limit = Number(url.searchParams.get('limit') ?? '50');
     const offset = Number(url.searchParams.get('offset') ?? '0');
     if (this.faults.failListOffset !== undefined && offset >= this.faults.failListOffset) {

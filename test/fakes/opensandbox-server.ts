@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type FakeHttp, formDataOf, parseJson, sendJson as send, startFakeHttp } from './fake-http.ts';
-import { HostSandboxes } from './host-sandboxes.ts';
+import { FakeProvider, formDataOf, parseJson, sendJson as send } from './fake-http.ts';
 
 /**
  * A fake OpenSandbox server faithful to the published lifecycle and execd APIs
@@ -42,10 +41,9 @@ interface FakeSnapshot {
 
 const metadataValue = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
-export class OpenSandboxFake {
+export class OpenSandboxFake extends FakeProvider {
   readonly sandboxes = new Map<string, FakeSandbox>();
   readonly snapshots = new Map<string, FakeSnapshot>();
-  readonly host = new HostSandboxes();
   /** Every create body and execd command body received, for checks against the published schemas. */
   readonly received: { createBodies: unknown[]; commandBodies: unknown[] } = {
     createBodies: [],
@@ -69,28 +67,17 @@ export class OpenSandboxFake {
     deleteWhileListed: undefined as string | undefined,
   };
   readonly #options: OpenSandboxFakeOptions;
-  #http: FakeHttp | undefined;
-  url = '';
 
   constructor(options: OpenSandboxFakeOptions = {}) {
+    super();
     this.#options = options;
   }
 
-  async start(): Promise<this> {
-    this.#http = await startFakeHttp(
-      (req, url, body, res) => this.#handle(req, url, body, res),
-      (res, error) => send(res, 500, { code: 'GENERAL::UNKNOWN_ERROR', message: String(error) }),
-    );
-    this.url = this.#http.url;
-    return this;
+  protected internalError(res: ServerResponse, error: unknown): void {
+    send(res, 500, { code: 'GENERAL::UNKNOWN_ERROR', message: String(error) });
   }
 
-  async stop(): Promise<void> {
-    await this.#http?.close();
-    await this.host.close();
-  }
-
-  async #handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
     if (url.pathname === '/health') return send(res, 200, { status: 'healthy' });
     const execd = /^\/execd\/([^/]+)(\/.*)$/.exec(url.pathname);
     if (execd?.[1] !== undefined && execd[2] !== undefined)
@@ -299,7 +286,7 @@ export class OpenSandboxFake {
     });
   }
 
-  #list(url: URL, res: ServerResponse): void {
+  #list(url: URL, res: ServerResponse) {
     const page = Number(url.searchParams.get('page') ?? '1');
     const pageSize = Number(url.searchParams.get('pageSize') ?? '20');
     if (pageSize > 200)

@@ -4,27 +4,16 @@ import {
   daytonaConfigSchema,
   daytonaStateOf,
 } from '../../adapters/daytona/daytona-adapter.ts';
-import { newId } from '../../lib/ids.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
+import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
 
-const request = (overrides: Record<string, unknown> = {}) => ({
-  id: newId('sandbox'),
-  installation: 'inst_dtn',
-  resources: { cpu: 2, memoryMiB: 2048, diskGiB: 5 },
-  env: { A: '1' },
-  labels: {},
-  ttlSeconds: 600,
-  ...overrides,
-});
-
-async function failure(promise: Promise<unknown>) {
-  return promise.then(
-    () => {
-      throw new Error('expected a failure');
-    },
-    (error: { code: string; message: string; details: Record<string, unknown> }) => error,
+const request = (overrides: Record<string, unknown> = {}) =>
+  createRequest(
+    { installation: 'inst_dtn', resources: { cpu: 2, memoryMiB: 2048, diskGiB: 5 }, env: { A: '1' } },
+    overrides,
   );
-}
+
+const failure = failureOf;
 
 describe('the Daytona adapter', () => {
   let fake: DaytonaFake;

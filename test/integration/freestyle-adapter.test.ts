@@ -7,27 +7,21 @@ import {
   powerOfTwoAtLeast,
   slugOf,
 } from '../../adapters/freestyle/freestyle-adapter.ts';
-import { newId } from '../../lib/ids.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
+import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
 
-const request = (overrides: Record<string, unknown> = {}) => ({
-  id: newId('sandbox'),
-  installation: 'inst_fs',
-  resources: { cpu: 3, memoryMiB: 6000, diskGiB: 20 },
-  env: { GREETING: "it's here" },
-  labels: {},
-  ttlSeconds: 900,
-  ...overrides,
-});
-
-async function failure(promise: Promise<unknown>) {
-  return promise.then(
-    () => {
-      throw new Error('expected a failure');
+const request = (overrides: Record<string, unknown> = {}) =>
+  createRequest(
+    {
+      installation: 'inst_fs',
+      resources: { cpu: 3, memoryMiB: 6000, diskGiB: 20 },
+      env: { GREETING: "it's here" },
+      ttlSeconds: 900,
     },
-    (error: { code: string; message: string; details: Record<string, unknown> }) => error,
+    overrides,
   );
-}
+
+const failure = failureOf;
 
 describe('Freestyle mappings', () => {
   it('derives a valid, stable slug from the sandbox id', () => {

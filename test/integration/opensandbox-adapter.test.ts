@@ -8,32 +8,27 @@ import {
   OpenSandboxAdapter,
   openSandboxConfigSchema,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
-import { newId } from '../../lib/ids.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import {
   createSandboxRequestSchema,
   runCommandRequestSchema,
 } from '../fixtures/opensandbox-request-schemas.ts';
+import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
 
 const fast = { pollIntervalMs: 10, readyTimeoutSeconds: 10 };
-const request = (overrides: Record<string, unknown> = {}) => ({
-  id: newId('sandbox'),
-  installation: 'inst_test',
-  resources: { cpu: 0.5, memoryMiB: 64, diskGiB: 10 },
-  env: { A: '1' },
-  labels: { team: 'x' },
-  ttlSeconds: 30,
-  ...overrides,
-});
-
-async function failure(promise: Promise<unknown>) {
-  return promise.then(
-    () => {
-      throw new Error('expected a failure');
+const request = (overrides: Record<string, unknown> = {}) =>
+  createRequest(
+    {
+      installation: 'inst_test',
+      resources: { cpu: 0.5, memoryMiB: 64, diskGiB: 10 },
+      env: { A: '1' },
+      labels: { team: 'x' },
+      ttlSeconds: 30,
     },
-    (error: { code: string; message: string; details: Record<string, unknown> }) => error,
+    overrides,
   );
-}
+
+const failure = failureOf;
 
 describe('the OpenSandbox mappings', () => {
   it.each([
