@@ -98,6 +98,8 @@ export const configSchema = z
         lostMessageSeconds: z.int().min(60).max(86_400).default(300),
         /** A termination idle this long is stuck: the sweep sends a new terminate message. */
         stuckTerminationSeconds: z.int().min(60).max(86_400).default(600),
+        /** The reconciler leaves sandboxes changed this recently alone: a lifecycle call may be in flight. */
+        reconcileGraceSeconds: z.int().min(1).max(3600).default(30),
       })
       .default({
         maxAttempts: 3,
@@ -105,6 +107,7 @@ export const configSchema = z
         terminateTimeoutSeconds: 60,
         lostMessageSeconds: 300,
         stuckTerminationSeconds: 600,
+        reconcileGraceSeconds: 30,
       }),
     api: z
       .strictObject({

@@ -52,7 +52,7 @@ export class PoolRegistry {
   readonly #configured: Pool[];
   readonly #runtime = new Map<string, Pool>();
   readonly #views = new Map<string, PoolView>();
-  readonly #unhealthyUntil = new Map<string, number>();
+  readonly #unhealthyUntil = new Map<string, { until: number; at: number }>();
   readonly #options: PoolRegistryOptions;
   #policy: PlacementPolicy;
   #policyStored = false;
@@ -176,8 +176,12 @@ export class PoolRegistry {
     return pool.adapter;
   }
 
+  /**
+   * After a provider_unavailable: the pool is down until its next successful probe (a pool-refresh view
+   * newer than this mark), and at most `forMs` in this container if no probe comes.
+   */
   markUnhealthy(name: string, forMs: number, now = Date.now()): void {
-    this.#unhealthyUntil.set(name, now + forMs);
+    this.#unhealthyUntil.set(name, { until: now + forMs, at: now });
   }
 
   /** Healthy unless it has no adapter, its last probe failed, or an adapter error marked it recently. */
@@ -190,10 +194,12 @@ export class PoolRegistry {
         reason: `no adapter for kind ${pool.config.adapter} in this build${pool.problem ? ` (${pool.problem})` : ''}`,
       };
     }
-    if ((this.#unhealthyUntil.get(name) ?? 0) > now) {
+    const view = this.#views.get(name);
+    const mark = this.#unhealthyUntil.get(name);
+    const probedSince = view?.healthy === true && Date.parse(view.refreshedAt) > (mark?.at ?? 0);
+    if (mark !== undefined && mark.until > now && !probedSince) {
       return { healthy: false, reason: 'the backend was unavailable moments ago' };
     }
-    const view = this.#views.get(name);
     if (view !== undefined && !view.healthy) return { healthy: false, reason: view.reason ?? 'probe failed' };
     return { healthy: true, reason: null };
   }

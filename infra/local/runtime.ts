@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { buildPools } from '../../adapters/registry.ts';
 import { createStreamingApiHandler } from '../../functions/api.ts';
 import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
@@ -77,6 +78,9 @@ export function defaultLocalConfig(): Config {
   });
 }
 
+/** What a poller calls: the Lambda handler of an SQS-triggered worker. */
+export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+
 export interface LocalRuntimeOptions {
   config?: Config;
   /**
@@ -100,6 +104,11 @@ export interface LocalRuntimeOptions {
   sweepIntervalSeconds?: number;
   /** Seconds between reconcile passes (every minute on AWS); 0 disables the timer. */
   reconcileIntervalSeconds?: number;
+  /**
+   * Wraps each worker handler as the pollers call it: the soak runs workers in their own async context so
+   * faults can strike them (a worker killed between two steps) and not the API.
+   */
+  wrapWorker?: (queue: QueueName, handler: WorkerHandler) => WorkerHandler;
   /** Seconds between pool probes (every minute on AWS); 0 disables the timer. */
   poolRefreshIntervalSeconds?: number;
 }
@@ -157,12 +166,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     adminKey,
     validateResponses: true,
   });
+  const workers = options.wrapWorker ?? ((_queue: QueueName, handler: WorkerHandler) => handler);
   const pollers = [
     new SqsPoller({
       client: sqs.client,
       queueUrl: sqs.urls.provision,
       queueArn: sqs.arns.provision,
-      handler: createProvisionHandler(plane),
+      handler: workers('provision', createProvisionHandler(plane)),
       log,
       groupOf: orgOfWorkMessage,
       ...(options.pollerHoldCapacity !== undefined && { holdCapacity: options.pollerHoldCapacity }),
@@ -171,7 +181,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       client: sqs.client,
       queueUrl: sqs.urls.terminate,
       queueArn: sqs.arns.terminate,
-      handler: createTerminateHandler(plane),
+      handler: workers('terminate', createTerminateHandler(plane)),
       log,
     }),
   ];

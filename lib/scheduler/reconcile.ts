@@ -11,7 +11,7 @@ import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
 /** Sandboxes changed this recently are left alone: a lifecycle call may be in flight elsewhere. */
-export const reconcileGraceSeconds = 30;
+export const defaultReconcileGraceSeconds = 30;
 const leaseName = 'reconcile';
 const leaseSeconds = 300;
 const system = 'reconciler';
@@ -106,7 +106,7 @@ async function reconcilePool(
   }
   report.listed = instances.length;
   const live = await allLiveOnPool(deps.store, pool);
-  const graceStart = now.getTime() - reconcileGraceSeconds * 1000;
+  const graceStart = now.getTime() - deps.config.scheduler.reconcileGraceSeconds * 1000;
   const inGrace = (record: SandboxRecord) => Date.parse(record.updatedAt) > graceStart;
   const staleProvisioning = (record: SandboxRecord) =>
     Date.parse(record.updatedAt) < now.getTime() - deps.config.scheduler.provisionTimeoutSeconds * 1000;
