@@ -356,7 +356,13 @@ async function drive(
   invariants.push({
     name: 'backend instances match records one to one',
     ok: orphans.length === 0 && duplicates === 0 && missing.length === 0,
-    detail: `${instances.length} instances, ${live.length} live records; orphans ${orphans.length}, duplicates ${duplicates}, live records without an instance ${missing.length}`,
+    detail: `${instances.length} instances, ${live.length} live records; orphans ${orphans.length}, duplicates ${duplicates}, live records without an instance ${missing.length}${orphans
+      .slice(0, 3)
+      .map(({ pool, instance }) => {
+        const record = records.find((r) => r.id === instance.sandboxId);
+        return ` (${pool} ${instance.ref} of ${instance.sandboxId}: record ${record?.status} on ${record?.pool} ref ${record?.backendRef})`;
+      })
+      .join('')}`,
   });
 
   let usageMismatches = 0;
@@ -437,9 +443,12 @@ async function drive(
   };
 }
 
+/** Two full reconcile passes (a pass the timer's own run holds the lease for does not count) and sweeps. */
 async function reconcileAndSweep(runtime: LocalRuntime): Promise<void> {
-  for (let pass = 0; pass < 2; pass++) {
-    await reconcile(runtime.plane);
+  let ran = 0;
+  for (let attempt = 0; ran < 2 && attempt < 40; attempt++) {
+    if ((await reconcile(runtime.plane)).ran) ran++;
+    else await new Promise((resolve) => setTimeout(resolve, 250));
     await sweep(runtime.plane);
   }
 }
