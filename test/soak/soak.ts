@@ -185,6 +185,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         terminateTimeoutSeconds: 10,
         lostMessageSeconds: 60,
         stuckTerminationSeconds: 60,
+        reconcileGraceSeconds: 2,
       },
     }),
     store,
@@ -230,17 +231,29 @@ async function drive(
   let quotaSamples = 0;
   const overQuota: string[] = [];
   let sampling = true;
+  const previouslyOver = new Set<string>();
   const sampler = (async () => {
     while (sampling) {
       for (const org of orgs) {
+        // Both what the store says and what the records hold: accounting that lied would pass the first.
+        // The records are read page by page, not as one snapshot, so a sandbox released and another
+        // reserved between two pages can both show: an excess counts only when two samples in a row see it.
         const usage = await store.getUsage(org.id);
+        const held = heldBy(await allSandboxes(store, org.id));
         quotaSamples++;
+        const heldOver: string[] = [];
         for (const { field, limit } of usageLimits) {
+          if (field === 'snapshots') continue;
           if (usage[field] > org.quota[limit] + 1e-9)
-            overQuota.push(`${org.id} ${field} ${usage[field]} > ${org.quota[limit]}`);
+            overQuota.push(`${org.id} stored ${field} ${usage[field]} > ${org.quota[limit]}`);
+          if (held[field] > org.quota[limit] + 1e-9)
+            heldOver.push(`${org.id} held ${field} ${held[field]} > ${org.quota[limit]}`);
         }
+        if (heldOver.length > 0 && previouslyOver.has(org.id)) overQuota.push(...heldOver);
+        if (heldOver.length > 0) previouslyOver.add(org.id);
+        else previouslyOver.delete(org.id);
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
   })();
 
@@ -370,19 +383,9 @@ async function drive(
   for (const org of orgs) {
     const stored = await store.getUsage(org.id);
     const expected: Usage = {
-      cpu: 0,
-      memoryMiB: 0,
-      diskGiB: 0,
-      sandboxes: 0,
+      ...heldBy(records.filter((x) => x.orgId === org.id)),
       snapshots: await allSnapshots(store, org.id),
     };
-    for (const r of records.filter((x) => x.orgId === org.id)) {
-      const h = holdingsOf(r.status, r.resources);
-      expected.cpu += h.cpu;
-      expected.memoryMiB += h.memoryMiB;
-      expected.diskGiB += h.diskGiB;
-      expected.sandboxes += h.sandboxes;
-    }
     for (const { field } of usageLimits) {
       if (Math.abs(stored[field] - expected[field]) > 1e-6) {
         usageMismatches++;
@@ -451,6 +454,19 @@ async function reconcileAndSweep(runtime: LocalRuntime): Promise<void> {
     else await new Promise((resolve) => setTimeout(resolve, 250));
     await sweep(runtime.plane);
   }
+}
+
+/** What these sandboxes hold of their org's quota, by their statuses. */
+function heldBy(records: readonly SandboxRecord[]): Usage {
+  const total: Usage = { cpu: 0, memoryMiB: 0, diskGiB: 0, sandboxes: 0, snapshots: 0 };
+  for (const r of records) {
+    const h = holdingsOf(r.status, r.resources);
+    total.cpu += h.cpu;
+    total.memoryMiB += h.memoryMiB;
+    total.diskGiB += h.diskGiB;
+    total.sandboxes += h.sandboxes;
+  }
+  return total;
 }
 
 async function allSandboxes(store: Store, orgId: string): Promise<SandboxRecord[]> {
