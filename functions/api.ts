@@ -5,14 +5,17 @@ import { controlPlaneFromEnv, once } from './wiring.ts';
 
 /** API Gateway REST proxy event -> the transport-neutral request the router takes. */
 export function requestFromEvent(event: APIGatewayProxyEvent): HttpRequest {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {})) {
-    if (value !== undefined) headers[name.toLowerCase()] = value;
-  }
-  const query: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
-    if (value !== undefined) query[name] = value;
-  }
+  // Built from entries, so a name like `__proto__` or `constructor` is an own property, never the prototype.
+  const headers: Record<string, string> = Object.fromEntries(
+    Object.entries(event.headers ?? {}).flatMap(([name, value]) =>
+      value === undefined ? [] : [[name.toLowerCase(), value]],
+    ),
+  );
+  const query: Record<string, string> = Object.fromEntries(
+    Object.entries(event.queryStringParameters ?? {}).flatMap(([name, value]) =>
+      value === undefined ? [] : [[name, value]],
+    ),
+  );
   return {
     method: event.httpMethod,
     path: event.path,

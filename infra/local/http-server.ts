@@ -87,20 +87,21 @@ function tooLarge(res: ServerResponse): void {
 
 function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEvent {
   const url = new URL(req.url ?? '/', 'http://local');
-  const headers: Record<string, string> = {};
-  const multiValueHeaders: Record<string, string[]> = {};
+  // Maps, then plain objects built from entries: a header or query name like `constructor` or
+  // `__proto__` is data, never a lookup on Object.prototype.
+  const headerValues = new Map<string, string[]>();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i] ?? '';
-    const value = req.rawHeaders[i + 1] ?? '';
-    headers[name] = value;
-    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value];
+    headerValues.set(name, [...(headerValues.get(name) ?? []), req.rawHeaders[i + 1] ?? '']);
   }
-  const query: Record<string, string> = {};
-  const multiQuery: Record<string, string[]> = {};
-  for (const [name, value] of url.searchParams) {
-    query[name] = value;
-    multiQuery[name] = [...(multiQuery[name] ?? []), value];
-  }
+  const queryValues = new Map<string, string[]>();
+  for (const [name, value] of url.searchParams)
+    queryValues.set(name, [...(queryValues.get(name) ?? []), value]);
+  const last = (values: string[]) => values.at(-1) ?? '';
+  const headers: Record<string, string> = Object.fromEntries([...headerValues].map(([k, v]) => [k, last(v)]));
+  const multiValueHeaders: Record<string, string[]> = Object.fromEntries(headerValues);
+  const query: Record<string, string> = Object.fromEntries([...queryValues].map(([k, v]) => [k, last(v)]));
+  const multiQuery: Record<string, string[]> = Object.fromEntries(queryValues);
   const hasQuery = Object.keys(query).length > 0;
   const requestId = randomUUID();
   return {
