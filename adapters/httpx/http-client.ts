@@ -215,7 +215,7 @@ export class HttpClient {
     const details = {
       provider: this.#options.provider,
       status: response.status,
-      ...(providerCode !== undefined && { providerCode }),
+      ...(providerCode !== undefined && { providerCode: this.redact(providerCode) }),
     };
     if (response.status === 401 || response.status === 403) {
       // Never the key, never the provider's message (it may quote the header back).

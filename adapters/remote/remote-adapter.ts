@@ -310,7 +310,8 @@ export class RemoteAdapter
         status: response.status,
       });
     }
-    const { code, message, details } = envelope.data.error;
+    // A plugin that quotes the token back gets it removed before the message goes anywhere.
+    const { code, message, details } = this.#redact(envelope.data.error);
     // 401 from the plugin is our credential being refused: an outage of this pool, never echoing the token.
     if (code === 'unauthenticated') {
       throw errors.providerUnavailable(`the plugin at ${this.#base} rejected the credentials`, {
@@ -319,6 +320,15 @@ export class RemoteAdapter
       });
     }
     throw new ApiError(code, message, { ...details, endpoint: this.#base });
+  }
+
+  #redact<T>(value: T): T {
+    const token = this.#token;
+    if (token === undefined || token.length < 4) return value;
+    const text = JSON.stringify(value);
+    if (!text.includes(token)) return value;
+    const parsed: T = JSON.parse(text.split(token).join('[redacted]'));
+    return parsed;
   }
 
   #unavailable(message: string, details: Record<string, unknown> = {}): ApiError {
