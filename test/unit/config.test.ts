@@ -21,6 +21,7 @@ describe('config', () => {
       terminateTimeoutSeconds: 60,
       lostMessageSeconds: 300,
       stuckTerminationSeconds: 600,
+      reconcileGraceSeconds: 30,
     });
     expect(config.pools[0]).toMatchObject({ name: 'fake', trust: 'private', maxConcurrency: 0, config: {} });
   });
