@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/contract.ts';
 import { type Config, formatIssues, poolConfigSchema } from '../lib/config.ts';
 import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
@@ -28,6 +28,28 @@ export function configOf<S extends z.ZodType>(pool: PoolSpec, schema: S): z.infe
     );
   }
   return parsed.data;
+}
+
+/** Each kind's own `config` schema: what preflight and synth check before anything is built. */
+export const adapterConfigSchemas: Record<string, z.ZodType> = {
+  devhost: devhostConfigSchema,
+  fake: z.record(z.string(), z.never(), { error: 'the fake adapter takes no config' }),
+  remote: remoteConfigSchema,
+  opensandbox: openSandboxConfigSchema,
+  daytona: daytonaConfigSchema,
+  freestyle: freestyleConfigSchema,
+};
+
+/** Every pool's adapter-specific config checked against its kind's schema; one message per bad pool. */
+export function poolConfigProblems(config: Config): string[] {
+  return config.pools.flatMap((pool) => {
+    const schema = adapterConfigSchemas[pool.adapter];
+    if (schema === undefined) return [`pool ${pool.name}: this build has no adapter of kind ${pool.adapter}`];
+    const parsed = schema.safeParse(pool.config);
+    return parsed.success
+      ? []
+      : [`pool ${pool.name}: config is not valid: ${formatIssues(parsed.error.issues)}`];
+  });
 }
 
 /** The adapter kinds this build can construct. */

@@ -2,6 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
+import { poolConfigProblems } from '../adapters/registry.ts';
 import { formatIssues, parseConfigText } from '../lib/config.ts';
 import { credentialResolver } from '../lib/credentials.ts';
 import { createPoolSchema, updatePoolSchema } from '../lib/schemas/pools.ts';
@@ -71,7 +72,7 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
   differently audit list              the org's audit events (org key)
   differently audit verify [--org ID] recompute the chains (admin key)`,
   preflight: `Usage: differently preflight --config FILE
-Validates the config and checks that every pool's credential reference resolves here
+Validates the config (each pool's adapter settings too) and checks that every pool's credential reference resolves here
 (environment variables; Secrets Manager references are listed, not read). Names each failure.`,
 };
 
@@ -513,6 +514,10 @@ async function preflight(path: string | undefined): Promise<number> {
   } catch (error) {
     process.stderr.write(`error: ${(error as Error).message}\n`);
     return 1;
+  }
+  for (const problem of poolConfigProblems(config)) {
+    failures++;
+    process.stderr.write(`error: ${problem}\n`);
   }
   const resolve = credentialResolver();
   for (const pool of config.pools) {

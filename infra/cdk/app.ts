@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { poolConfigProblems } from '../../adapters/registry.ts';
 import { type Config, parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { ControlPlaneStack } from './control-plane-stack.ts';
@@ -24,6 +25,9 @@ export function loadSynthConfig(path: string | undefined): { config: Config; con
   } catch (error) {
     throw new Error(isApiError(error) ? error.message : String(error));
   }
+  // Adapter settings too: a pool whose config its adapter would refuse fails synth, not a cold start.
+  const problems = poolConfigProblems(config);
+  if (problems.length > 0) throw new Error(`${path ?? 'the config'} is not valid: ${problems.join('; ')}`);
   const configFile = join(mkdtempSync(join(tmpdir(), 'differently-config-')), 'differently.config.json');
   writeFileSync(configFile, JSON.stringify(config));
   return { config, configFile };

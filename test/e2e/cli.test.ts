@@ -142,6 +142,15 @@ describe('the differently CLI', () => {
     ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('pools[0].adapter');
+    const badSettings = await cli([
+      'preflight',
+      '--config',
+      await write('bad-settings.json', {
+        pools: [{ name: 'os', adapter: 'opensandbox', trust: 'private', config: { image: 'x' } }],
+      }),
+    ]);
+    expect(badSettings.code).toBe(1);
+    expect(badSettings.stderr).toContain('pool os: config is not valid: apiURL');
     const unresolved = await cli([
       'preflight',
       '--config',

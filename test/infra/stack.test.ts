@@ -243,6 +243,9 @@ describe('provider credentials', () => {
 describe('synth-time checks', () => {
   it('fails synth on a bad config, naming the field', () => {
     expect(() => synth({ pools: [{ name: 'x', adapter: 'firecracker' }] })).toThrow(/pools\[0\]\.adapter/);
+    expect(() =>
+      synth({ pools: [{ name: 'dtn', adapter: 'daytona', config: { class: 'mainframe' } }] }),
+    ).toThrow(/pool dtn: config is not valid: class/);
   });
 
   it('fails synth on a cdk-nag finding that has no written reason', () => {
