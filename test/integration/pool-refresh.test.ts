@@ -44,6 +44,18 @@ describe('pool-refresh', () => {
     expect(detail.refreshedAt).not.toBeNull();
   });
 
+  it('brings a pool marked down by a provider_unavailable back at its next successful probe, not 30 s later', async () => {
+    const { control } = await plane({ good: new FakeAdapter() });
+    control.pools.markUnhealthy('good', 30_000);
+    expect(control.pools.health('good')).toEqual({
+      healthy: false,
+      reason: 'the backend was unavailable moments ago',
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await refreshPools(control);
+    expect(control.pools.health('good')).toEqual({ healthy: true, reason: null });
+  });
+
   it('reports a stored pool of a kind this build lacks as unhealthy with that reason (E0.22)', async () => {
     const { control, store, principal } = await plane({ good: new FakeAdapter() });
     const now = new Date().toISOString();
