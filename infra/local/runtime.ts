@@ -118,6 +118,8 @@ export interface LocalRuntime {
   adminKey: string;
   plane: ControlPlane;
   sqs: Awaited<ReturnType<typeof startEmbeddedSqs>>;
+  /** Stops the worker pollers and starts new ones (the soak's worker restarts). */
+  restartWorkers(): Promise<void>;
   /** Every lifecycle event published so far, in order (the test hook). */
   events: LifecycleEvent[];
   stop(): Promise<void>;
@@ -167,7 +169,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     validateResponses: true,
   });
   const workers = options.wrapWorker ?? ((_queue: QueueName, handler: WorkerHandler) => handler);
-  const pollers = [
+  const makePollers = () => [
     new SqsPoller({
       client: sqs.client,
       queueUrl: sqs.urls.provision,
@@ -185,6 +187,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       log,
     }),
   ];
+  let pollers = makePollers();
   for (const poller of pollers) poller.start();
   const timers: ScheduleTimer[] = [];
   const sweepSeconds = options.sweepIntervalSeconds ?? 30;
@@ -214,6 +217,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     plane,
     sqs,
     events,
+    async restartWorkers() {
+      // As after a crash: messages a poller held but had not dispatched come back after their visibility timeout.
+      await Promise.all(pollers.map((poller) => poller.stop()));
+      pollers = makePollers();
+      for (const poller of pollers) poller.start();
+    },
     async stop() {
       await http.stop();
       await Promise.all(timers.map((timer) => timer.stop()));

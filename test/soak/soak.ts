@@ -51,6 +51,7 @@ export interface SoakReport {
   byStatus: Record<string, number>;
   faults: Record<string, number>;
   workerKills: number;
+  workerRestarts: number;
   clientErrors: Record<string, number>;
   quotaSamples: number;
   durationSeconds: number;
@@ -263,6 +264,18 @@ async function drive(
       error instanceof DifferentlyError ? `${error.status} ${error.code}` : `client ${(error as Error).name}`;
     clientErrors[code] = (clientErrors[code] ?? 0) + 1;
   };
+  // Workers restarted at random moments while the clients run (held, undispatched messages are lost with
+  // the old pollers and come back after their visibility timeout).
+  let restarting = true;
+  let restarts = 0;
+  const restarter = (async () => {
+    while (restarting) {
+      await new Promise((resolve) => setTimeout(resolve, 500 + random() * 2500));
+      if (!restarting) break;
+      await runtime.restartWorkers();
+      restarts++;
+    }
+  })();
   const perClient = Math.ceil(options.sandboxes / options.clients);
   let created = 0;
   const started = performance.now();
@@ -312,6 +325,8 @@ async function drive(
       }
     }),
   );
+  restarting = false;
+  await restarter;
   const clientSeconds = (performance.now() - started) / 1000;
 
   // Settle: everything in a terminal or steady state (timers keep sweeping and reconciling meanwhile).
@@ -437,6 +452,7 @@ async function drive(
     byStatus,
     faults,
     workerKills: kills.count,
+    workerRestarts: restarts,
     clientErrors,
     quotaSamples,
     durationSeconds: clientSeconds,
@@ -526,7 +542,7 @@ export function printSoakReport(report: SoakReport): void {
       .join(', ')}`,
     `faults injected: ${Object.entries(report.faults)
       .map(([k, v]) => `${k} ${v}`)
-      .join(', ')}; workers killed ${report.workerKills}`,
+      .join(', ')}; workers killed ${report.workerKills}, restarted ${report.workerRestarts} times`,
     'invariants:',
     ...report.invariants.map((i) => `  ${i.ok ? 'ok  ' : 'FAIL'} ${i.name}: ${i.detail}`),
   ];
