@@ -3,7 +3,7 @@ import { isKnownFeature, isTtlExtender } from './adapter/contract.ts';
 import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
 import type { Config, Profile } from './config.ts';
-import { errors } from './errors.ts';
+import { errors, isApiError } from './errors.ts';
 import { prepareExecStream } from './exec-stream.ts';
 import { newId } from './ids.ts';
 import { describeError, type Log } from './log.ts';
@@ -25,6 +25,17 @@ import {
 } from './schemas/sandboxes.ts';
 import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from './store/port.ts';
 import type { OrgRecord, SandboxRecord } from './store/records.ts';
+
+/** Runs a read-modify-write again (up to 3 times) when the store reports another writer got there first. */
+export async function retryOnConflict<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!(isApiError(error) && error.code === 'conflict') || attempt >= attempts) throw error;
+    }
+  }
+}
 
 export interface SandboxServiceDeps {
   store: Store;
@@ -183,7 +194,22 @@ export class SandboxService {
     id: string,
     request: { ttlSeconds?: number | undefined; labels?: Record<string, string> | undefined },
   ): Promise<SandboxView & { providerTtl?: { extended: boolean; note: string } }> {
-    const record = await this.load(principal, id);
+    // Read-modify-write again when a worker changed the sandbox in between.
+    const record = await retryOnConflict(async () => {
+      const current = await this.load(principal, id);
+      return this.#applyUpdate(principal, current, request);
+    });
+    const view = sandboxView(record);
+    if (request.ttlSeconds === undefined) return view;
+    return { ...view, providerTtl: await this.#extendBackstop(record, request.ttlSeconds) };
+  }
+
+  async #applyUpdate(
+    principal: OrgPrincipal,
+    record: SandboxRecord,
+    request: { ttlSeconds?: number | undefined; labels?: Record<string, string> | undefined },
+  ): Promise<SandboxRecord> {
+    const id = record.id;
     const now = this.#now();
     const patch: SandboxPatch = { updatedAt: now.toISOString() };
     if (request.labels !== undefined) patch.labels = request.labels;
@@ -197,7 +223,7 @@ export class SandboxService {
       if (record.expiresAt !== null)
         patch.expiresAt = new Date(now.getTime() + request.ttlSeconds * 1000).toISOString();
     }
-    const updated = await this.#deps.store.updateSandbox(record, patch, {
+    return this.#deps.store.updateSandbox(record, patch, {
       audit: {
         actor: principal.keyId,
         action: 'sandbox.updated',
@@ -208,9 +234,6 @@ export class SandboxService {
         },
       },
     });
-    const view = sandboxView(updated);
-    if (request.ttlSeconds === undefined) return view;
-    return { ...view, providerTtl: await this.#extendBackstop(updated, request.ttlSeconds) };
   }
 
   async #extendBackstop(
@@ -234,8 +257,16 @@ export class SandboxService {
     return { extended: true, note: 'the backend lifetime was moved too' };
   }
 
-  /** Terminate: idempotent. A sandbox already terminating or terminated is returned as it is. */
+  /**
+   * Terminate: idempotent. A sandbox already terminating or terminated is returned as it is. A worker's
+   * write between our read and our write (the sandbox just started running, say) is not the caller's
+   * problem: the read-modify-write is done again on the new version.
+   */
   async delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    return retryOnConflict(() => this.#delete(principal, id));
+  }
+
+  async #delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
     const record = await this.load(principal, id);
     if (record.status === 'terminating' || record.status === 'terminated') return sandboxView(record);
     const updated = await transitionSandbox(

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import type { Store } from '../../lib/store/port.ts';
+import { testPlane } from '../helpers/plane.ts';
+
+/** A worker's write lands between the API's read and its write: the API does the read-modify-write again. */
+function interleaveOneWrite(store: Store): { interleaved: () => number } {
+  const original = store.updateSandbox.bind(store);
+  let count = 0;
+  let armed = true;
+  store.updateSandbox = async (current, patch, options) => {
+    if (armed) {
+      armed = false;
+      count++;
+      // Someone else moves the sandbox on first: the caller's copy is now one version behind.
+      await original(current, { statusMessage: 'a worker noted progress' });
+    }
+    return original(current, patch, options);
+  };
+  return { interleaved: () => count };
+}
+
+describe('read-modify-write retried on a version conflict', () => {
+  it('deletes a sandbox a worker just updated, instead of answering 409', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const race = interleaveOneWrite(plane.store);
+    const deleted = await plane.sandboxes.delete(principal, sandbox.id);
+    expect(race.interleaved()).toBe(1);
+    expect(deleted.status).toBe('terminating');
+  });
+
+  it('patches labels on a sandbox a worker just updated', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const race = interleaveOneWrite(plane.store);
+    const updated = await plane.sandboxes.update(principal, sandbox.id, { labels: { team: 'a' } });
+    expect(race.interleaved()).toBe(1);
+    expect(updated.labels).toEqual({ team: 'a' });
+  });
+});
