@@ -4,6 +4,7 @@
  * (a slow call answers 202 and is polled); create requires a firewall, which is closed unless the pool
  * sets egress: public.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
   type AdapterInfo,
@@ -25,7 +26,7 @@ import {
   type Snapshotter,
   type TtlExtender,
 } from '../../lib/adapter/contract.ts';
-import { errors, isApiError } from '../../lib/errors.ts';
+import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient, type RequestOptions } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
@@ -50,6 +51,9 @@ const envFile = '/etc/differently/env';
 /** exec-await's ceiling without the resumable-exec agent. */
 const maxExecMs = 300_000;
 const backgroundHeader = 'x-freestyle-background-request-id';
+/** fs/write takes at most 8 MiB; larger files use the resumable upload, in chunks of this size. */
+const maxSimpleWriteBytes = 8 * 1024 * 1024;
+const uploadChunkBytes = 8 * 1024 * 1024;
 /** Provider codes that mean this one VM failed, not the platform. */
 const perVmFailures: ReadonlySet<string> = new Set([
   'VM_SETUP_FAILED',
@@ -387,22 +391,35 @@ export class FreestyleAdapter
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
-    if (content.length > 8 * 1024 * 1024) {
-      throw errors.payloadTooLarge(8 * 1024 * 1024);
-    }
+    const vm = `/v5/vms/${encodeURIComponent(ref)}`;
     const dir = path.slice(0, path.lastIndexOf('/')) || '/';
-    await this.#send('POST', `/v5/vms/${encodeURIComponent(ref)}/fs/mkdir`, {
-      json: { path: dir },
+    await this.#send('POST', `${vm}/fs/mkdir`, { json: { path: dir }, signal: opts?.signal, accept: [409] });
+    if (content.length <= maxSimpleWriteBytes) {
+      // Mode 0600: files Differently writes are the owner's only.
+      await this.#send('PUT', `${vm}/fs/write`, {
+        query: { path, mode: 0o600 },
+        raw: content,
+        signal: opts?.signal,
+        idempotent: true,
+      });
+      return;
+    }
+    // Larger files go through the resumable upload: chunks at their offsets, then a commit, checked by sha256.
+    const sha256 = createHash('sha256').update(content).digest('hex');
+    const upload = await this.#call('POST', `${vm}/fs/uploads`, z.object({ uploadId: z.string().min(1) }), {
+      json: { path, size: content.length, sha256, mode: 0o600 },
       signal: opts?.signal,
-      accept: [409],
     });
-    // Mode 0600: files Differently writes are the owner's only.
-    await this.#send('PUT', `/v5/vms/${encodeURIComponent(ref)}/fs/write`, {
-      query: { path, mode: 0o600 },
-      raw: content,
-      signal: opts?.signal,
-      idempotent: true,
-    });
+    const base = `${vm}/fs/uploads/${encodeURIComponent(upload.uploadId)}`;
+    for (let offset = 0; offset < content.length; offset += uploadChunkBytes) {
+      await this.#send('PUT', base, {
+        query: { offset },
+        raw: content.subarray(offset, offset + uploadChunkBytes),
+        signal: opts?.signal,
+        idempotent: true,
+      });
+    }
+    await this.#send('POST', `${base}/commit`, { json: {}, signal: opts?.signal });
   }
 
   async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FakeProvider, parseJson, sendJson } from './fake-http.ts';
 
@@ -30,6 +30,10 @@ export class FreestyleFake extends FakeProvider {
   readonly vms = new Map<string, FakeVm>();
   readonly snapshots = new Map<string, { id: string; sourceVmId: string; resources: FakeVm['resources'] }>();
   readonly tlsRules: unknown[] = [];
+  readonly uploads = new Map<
+    string,
+    { path: string; size: number; sha256: string | undefined; data: Buffer; received: number }
+  >();
   readonly received: { createBodies: unknown[]; execBodies: unknown[]; resizeBodies: unknown[] } = {
     createBodies: [],
     execBodies: [],
@@ -300,6 +304,49 @@ export class FreestyleFake extends FakeProvider {
     });
   }
 
+  /** The resumable upload: create with path, size and sha256; chunks at offsets; commit checks the whole. */
+  async #upload(vm: FakeVm, url: URL, body: Buffer, method: string, res: ServerResponse): Promise<void> {
+    const parts = url.pathname.split('/').filter(Boolean);
+    const uploadId = parts[5];
+    if (uploadId === undefined && method === 'POST') {
+      const b = (parseJson(body) ?? {}) as { path?: string; size?: number; sha256?: string };
+      if (typeof b.path !== 'string' || typeof b.size !== 'number') {
+        return sendJson(res, 400, { code: 'BAD_REQUEST', message: 'path and size are required' });
+      }
+      const id = randomUUID();
+      this.uploads.set(id, {
+        path: b.path,
+        size: b.size,
+        sha256: b.sha256,
+        data: Buffer.alloc(b.size),
+        received: 0,
+      });
+      return sendJson(res, 200, { uploadId: id, receivedBytes: 0 });
+    }
+    const upload = uploadId === undefined ? undefined : this.uploads.get(uploadId);
+    if (upload === undefined || uploadId === undefined)
+      return sendJson(res, 404, { code: 'NOT_FOUND', message: 'no such upload' });
+    if (parts[6] === undefined && method === 'PUT') {
+      const offset = Number(url.searchParams.get('offset') ?? 'NaN');
+      if (!Number.isInteger(offset) || offset + body.length > upload.size) {
+        return sendJson(res, 400, { code: 'BAD_REQUEST', message: 'bad offset' });
+      }
+      body.copy(upload.data, offset);
+      upload.received += body.length;
+      return sendJson(res, 200, { receivedBytes: upload.received });
+    }
+    if (parts[6] === 'commit' && method === 'POST') {
+      const digest = createHash('sha256').update(upload.data).digest('hex');
+      if (upload.sha256 !== undefined && upload.sha256 !== digest) {
+        return sendJson(res, 409, { code: 'CONFLICT', message: 'sha256 mismatch' });
+      }
+      await this.host.write(vm.id, upload.path, new Uint8Array(upload.data));
+      this.uploads.delete(uploadId);
+      return sendJson(res, 200, {});
+    }
+    sendJson(res, 404, { code: 'NOT_FOUND', message: 'not found' });
+  }
+
   async #fs(
     vm: FakeVm,
     op: string | undefined,
@@ -309,6 +356,7 @@ export class FreestyleFake extends FakeProvider {
     res: ServerResponse,
   ): Promise<void> {
     const path = url.searchParams.get('path') ?? '';
+    if (op === 'uploads') return this.#upload(vm, url, body, method, res);
     if (op === 'mkdir' && method === 'POST') {
       const target = ((parseJson(body) ?? {}) as { path?: string }).path ?? '';
       await this.host.write(vm.id, `${target}/.keep`, new Uint8Array());

@@ -143,10 +143,13 @@ describe('the Freestyle adapter against its fake server', () => {
     expect(fake.vms.get(vm.ref)?.ttlSeconds).toBeGreaterThanOrEqual(3600);
   });
 
-  it('refuses files over 8 MiB with payload_too_large rather than a provider error', async () => {
+  it('writes files over 8 MiB through the resumable upload, checked by sha256', async () => {
     const vm = await adapter.create(request());
+    const big = new Uint8Array(9 * 1024 * 1024 + 17).map((_, i) => i % 251);
+    await adapter.writeFile(vm.ref, '/work/big.bin', big);
     expect(
-      (await failure(adapter.writeFile(vm.ref, '/work/big', new Uint8Array(9 * 1024 * 1024)))).code,
-    ).toBe('payload_too_large');
+      Buffer.compare(Buffer.from(await adapter.readFile(vm.ref, '/work/big.bin')), Buffer.from(big)),
+    ).toBe(0);
+    expect(fake.uploads.size).toBe(0);
   });
 });
