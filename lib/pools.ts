@@ -131,6 +131,11 @@ export class PoolRegistry {
     }
   }
 
+  /** Syncs at once when `name` is unknown here: it may have been added through the API moments ago. */
+  async ensure(name: string | null): Promise<void> {
+    if (name !== null && this.get(name) === undefined) await this.sync(true);
+  }
+
   /** Builds a spec without registering it: the admin API's validation (bad config, unresolved credentials). */
   async validate(spec: PoolSpec): Promise<Pool> {
     const build = this.#options.build;

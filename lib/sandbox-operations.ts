@@ -220,6 +220,7 @@ export class SandboxOperations {
       details: { pool: snapshot.pool },
     });
     try {
+      await this.#deps.pools.sync();
       const adapter = this.#deps.pools.adapterOf(snapshot.pool);
       if (!isSnapshotter(adapter)) throw new Error(`pool ${snapshot.pool} no longer takes snapshots`);
       await adapter.deleteSnapshot(snapshot.backendRef, { signal: AbortSignal.timeout(60_000) });

@@ -106,6 +106,7 @@ export class SandboxService {
       );
     }
     await this.#deps.pools.sync();
+    for (const name of request.placement?.allowedPools ?? []) await this.#deps.pools.ensure(name);
     for (const name of request.placement?.allowedPools ?? []) {
       if (this.#deps.pools.get(name) === undefined) {
         throw errors.invalidRequest(`placement.allowedPools names an unknown pool: ${name}`, {
@@ -120,7 +121,7 @@ export class SandboxService {
       throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
     const template = request.template ?? null;
     const regions = request.placement?.regions ?? null;
-    this.#admit({ capabilities, template, resources, allowedPools, regions, classification });
+    await this.#admit({ capabilities, template, resources, allowedPools, regions, classification });
     const nowDate = this.#now();
     const now = nowDate.toISOString();
     const record: SandboxRecord = {
@@ -311,11 +312,19 @@ export class SandboxService {
   }
 
   /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */
+  /**
+   * A tenant's sandbox, for an operation on it. The pool registry is synced first (cheap when recent): the
+   * sandbox may live on a pool added through the admin API after this container started.
+   */
   async load(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
-    const record = await this.#deps.store.getSandbox(principal.orgId, id);
+    const [record] = await Promise.all([
+      this.#deps.store.getSandbox(principal.orgId, id),
+      this.#deps.pools.sync(),
+    ]);
     if (record === undefined || (principal.projectId !== null && record.projectId !== principal.projectId)) {
       throw errors.notFound('sandbox', id);
     }
+    await this.#deps.pools.ensure(record.pool);
     return record;
   }
 
@@ -354,7 +363,7 @@ export class SandboxService {
    * the caller gets a 422 with each pool's reason instead of a sandbox that waits until it times out.
    * Health and room are left to the scheduler: they change.
    */
-  #admit(request: PlacementRequest): void {
+  async #admit(request: PlacementRequest, fresh = false): Promise<void> {
     const states = poolStatesNow(this.#deps.pools);
     const { verdict, rejected } = place(
       request,
@@ -365,6 +374,12 @@ export class SandboxService {
       },
       { staticOnly: true },
     );
+    if ((verdict.kind === 'unsupported' || verdict.kind === 'never') && !fresh) {
+      // Before refusing: pools or the policy may have changed through another container moments ago.
+      await this.#deps.pools.sync(true);
+      await this.#admit(request, true);
+      return;
+    }
     if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
       throw errors.unsupportedCapability(verdict.message, {
         rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),

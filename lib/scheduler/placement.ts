@@ -71,6 +71,25 @@ export async function rankPools(
   now = Date.now(),
 ): Promise<RankedPools> {
   await deps.pools.sync();
+  let { states, placement } = await placeNow(record, deps, now);
+  if (placement.verdict.kind === 'unsupported' || placement.verdict.kind === 'never') {
+    // Before failing a sandbox for good: pools or the policy may have changed elsewhere moments ago.
+    await deps.pools.sync(true);
+    ({ states, placement } = await placeNow(record, deps, now));
+  }
+  const byName = new Map(states.map((s) => [s.pool.config.name, s.pool]));
+  const candidates = placement.ranked.flatMap((state) => {
+    const pool = byName.get(state.config.name);
+    return pool === undefined ? [] : [pool];
+  });
+  return { candidates, placement };
+}
+
+async function placeNow(
+  record: SandboxRecord,
+  deps: { pools: PoolRegistry; store: Store; config: Config },
+  now: number,
+) {
   const states = await poolStates(deps.pools, deps.store, now);
   const placement = place(
     placementRequestOf(record),
@@ -80,10 +99,5 @@ export async function rankPools(
       classifications: deps.config.classifications,
     },
   );
-  const byName = new Map(states.map((s) => [s.pool.config.name, s.pool]));
-  const candidates = placement.ranked.flatMap((state) => {
-    const pool = byName.get(state.config.name);
-    return pool === undefined ? [] : [pool];
-  });
-  return { candidates, placement };
+  return { states, placement };
 }

@@ -65,6 +65,8 @@ export async function reconcile(deps: ReconcileDeps): Promise<ReconcileReport> {
     return { ran: false, pools: [], durationMs: Math.round(performance.now() - started) };
   }
   try {
+    // Pools added through the admin API since this container last looked are reconciled too.
+    await deps.pools.sync(true);
     const installation = await deps.store.installation();
     const pools: PoolReconcileReport[] = [];
     for (const pool of deps.pools.list()) {

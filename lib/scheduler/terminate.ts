@@ -32,6 +32,9 @@ export async function terminateSandbox(
   if (record === undefined || record.status !== 'terminating') return done;
   let note = 'terminated';
   if (record.backendRef !== null && record.pool !== null) {
+    // A pool unknown to this container may have been added through the admin API since it started:
+    // look again before concluding it no longer exists (and leaving its instance behind).
+    if (deps.pools.get(record.pool) === undefined) await deps.pools.sync(true);
     const pool = deps.pools.get(record.pool);
     if (pool?.adapter === undefined) {
       note =
