@@ -9,12 +9,12 @@ import {
   isSnapshotter,
 } from './adapter/contract.ts';
 import type { Principal } from './auth.ts';
-import { errors } from './errors.ts';
+import { errors, isApiError } from './errors.ts';
 import { newId } from './ids.ts';
 import { describeError } from './log.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
 import type { SandboxStatus } from './sandbox-state.ts';
-import type { SandboxService, SandboxServiceDeps } from './sandboxes.ts';
+import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './sandboxes.ts';
 import { wakeWaiters } from './scheduler/wake.ts';
 import type { SandboxView } from './schemas/sandboxes.ts';
 import type { Page, PageRequest } from './store/port.ts';
@@ -65,14 +65,29 @@ export class SandboxOperations {
       throw this.#unsupported(record, adapter, action);
     };
     const ref = record.backendRef ?? '';
-    const transition = (from: SandboxRecord, to: SandboxStatus, message: string | null) =>
-      transitionSandbox(
-        this.#deps.store,
-        from,
-        to,
-        { statusMessage: message },
-        { now: this.#now(), actor: principal.keyId },
-      );
+    // A worker's write between our read and our write (a progress note, the reconciler following state)
+    // does not undo a lifecycle call: the move is applied to the newer version if the status is unchanged.
+    const transition = (from: SandboxRecord, to: SandboxStatus, message: string | null) => {
+      let current = from;
+      return retryOnConflict(async () => {
+        try {
+          return await transitionSandbox(
+            this.#deps.store,
+            current,
+            to,
+            { statusMessage: message },
+            { now: this.#now(), actor: principal.keyId },
+          );
+        } catch (error) {
+          if (isApiError(error) && error.code === 'conflict') {
+            const latest = await this.#sandboxes.load(principal, id);
+            if (latest.status !== from.status) requireStatus(latest, [from.status], action);
+            current = latest;
+          }
+          throw error;
+        }
+      });
+    };
     if (action === 'start') {
       // Reserve before asking the backend, so two starts cannot both fit one quota.
       const reserved = await transition(record, 'running', null);

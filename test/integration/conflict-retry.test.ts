@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { testPlane } from '../helpers/plane.ts';
 
@@ -27,6 +28,18 @@ describe('read-modify-write retried on a version conflict', () => {
     const deleted = await plane.sandboxes.delete(principal, sandbox.id);
     expect(race.interleaved()).toBe(1);
     expect(deleted.status).toBe('terminating');
+  });
+
+  it('stops and starts a running sandbox while a worker writes to it in between', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }, 1);
+    let race = interleaveOneWrite(plane.store);
+    expect((await plane.operations.lifecycle(principal, sandbox.id, 'stop')).status).toBe('stopped');
+    expect(race.interleaved()).toBe(1);
+    race = interleaveOneWrite(plane.store);
+    expect((await plane.operations.lifecycle(principal, sandbox.id, 'start')).status).toBe('running');
+    expect(race.interleaved()).toBe(1);
   });
 
   it('patches labels on a sandbox a worker just updated', async () => {
