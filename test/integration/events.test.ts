@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../functions/api.ts';
+import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
@@ -89,6 +90,18 @@ describe('events/ drive the handlers they are for', async () => {
     await expect(reconcileHandler({ source: 'differently.schedule', task: 'sweep' })).rejects.toThrow(
       /expects/,
     );
+  });
+
+  it('refreshes every pool from its schedule event, and refuses any other event', async () => {
+    const { plane } = await testPlane();
+    const handler = createPoolRefreshHandler(plane);
+    const report = await handler(await load<unknown>('pool-refresh-schedule.json'));
+    expect(report.pools).toEqual([
+      { pool: 'first', healthy: true, reason: null },
+      { pool: 'second', healthy: true, reason: null },
+    ]);
+    expect((await plane.store.listPoolViews()).map((v) => v.pool).sort()).toEqual(['first', 'second']);
+    await expect(handler({ source: 'differently.schedule', task: 'sweep' })).rejects.toThrow(/expects/);
   });
 
   it('reports a malformed record as a batch item failure without failing the others', async () => {
