@@ -229,6 +229,19 @@ describe('fuzzing every route', () => {
         body: bodies,
         idempotencyKey: fc.option(hostileStrings, { nil: undefined }),
         contentType: fc.constantFrom('application/json', 'text/plain', 'application/octet-stream', ''),
+        headers: fc.dictionary(
+          fc.constantFrom(
+            'accept',
+            'accept-encoding',
+            'x-forwarded-for',
+            'x-amzn-trace-id',
+            'x-request-id',
+            'origin',
+            'x-api-key',
+          ),
+          fc.string({ maxLength: 200 }).filter((v) => /^[\x20-\x7e]*$/.test(v)),
+          { maxKeys: 3 },
+        ),
       });
       await fc.assert(
         fc.asyncProperty(request, async (r) => {
@@ -242,6 +255,7 @@ describe('fuzzing every route', () => {
           const response = await fetch(`${e.runtime.url}${path}${search === '' ? '' : `?${search}`}`, {
             method: route.method,
             headers: {
+              ...r.headers,
               ...(key !== undefined && { authorization: `Bearer ${key}` }),
               ...(r.contentType !== '' && { 'content-type': r.contentType }),
               ...(r.idempotencyKey !== undefined &&
