@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { createAuthenticator } from './auth.ts';
 import type { Config } from './config.ts';
 import { openApiDocument } from './http/openapi.ts';
-import { policyRoutes } from './http/policy-routes.ts';
 import { createRouter } from './http/router.ts';
 import { apiRoutes } from './http/routes.ts';
+import { tenancyAndPoolRoutes } from './http/tenancy-and-pool-routes.ts';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import { type RouteDefinition, route } from './http/types.ts';
 import type { Log } from './log.ts';
@@ -54,7 +54,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const poolAdmin = new PoolAdmin(deps);
   const routes = [
     ...apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow }),
-    ...policyRoutes({ tenancy, poolAdmin, pools: deps.pools, config: deps.config }),
+    ...tenancyAndPoolRoutes({ tenancy, poolAdmin, pools: deps.pools, config: deps.config }),
   ];
   // The document is generated from the same table the router validates with.
   let document: Record<string, unknown> | undefined;

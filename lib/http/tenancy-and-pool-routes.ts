@@ -28,7 +28,7 @@ import type { Tenancy } from '../tenancy.ts';
 import { errorSchema, keyParams, orgParams } from './route-params.ts';
 import { type RouteDefinition, route } from './types.ts';
 
-export interface PolicyRouteDeps {
+export interface TenancyAndPoolRouteDeps {
   tenancy: Tenancy;
   poolAdmin: PoolAdmin;
   pools: PoolRegistry;
@@ -36,7 +36,7 @@ export interface PolicyRouteDeps {
 }
 
 /** Projects, quotas, key rotation, pools, the placement policy, and what tenants may read of them. */
-export function policyRoutes(deps: PolicyRouteDeps): RouteDefinition[] {
+export function tenancyAndPoolRoutes(deps: TenancyAndPoolRouteDeps): RouteDefinition[] {
   const { tenancy, poolAdmin, pools, config } = deps;
   return [
     route({
