@@ -191,7 +191,6 @@ export class FreestyleAdapter
       accept: [202, ...(options.accept ?? [])],
     });
     const id = response.status === 202 ? response.headers.get(backgroundHeader) : null;
-    if (response.status === 202 && id === null) return response;
     if (id === null) return response;
     await response.body?.cancel();
     const deadline = Date.now() + 30 * 60 * 1000;

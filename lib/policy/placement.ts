@@ -11,7 +11,7 @@
  * 4. Ranked: private before external, then the requested regions, then estimated cost, then free room,
  *    then the operator's order.
  */
-import type { Capabilities, Capacity } from '../adapter/contract.ts';
+import { type Capabilities, type Capacity, capacityFits } from '../adapter/contract.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import type { Resources } from '../schemas/sandboxes.ts';
 
@@ -172,10 +172,7 @@ function fitsNow(request: PlacementRequest, pool: PoolState): Omit<Rejection, 'p
     return { kind: 'unhealthy', reason: `unhealthy: ${pool.unhealthyReason ?? 'probe failed'}` };
   const capacity = pool.capacity;
   if (capacity?.bounded === true) {
-    if (
-      capacity.largestFreeCPU < request.resources.cpu ||
-      capacity.largestFreeMemoryMiB < request.resources.memoryMiB
-    ) {
+    if (!capacityFits(capacity, request.resources)) {
       return {
         kind: 'no-room',
         reason: `no node has room (largest free: ${capacity.largestFreeCPU} cpu, ${capacity.largestFreeMemoryMiB} MiB)`,

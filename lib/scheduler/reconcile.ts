@@ -10,8 +10,6 @@ import { isTerminal } from '../sandbox-state.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
-/** Sandboxes changed this recently are left alone: a lifecycle call may be in flight elsewhere. */
-export const defaultReconcileGraceSeconds = 30;
 const leaseName = 'reconcile';
 const leaseSeconds = 300;
 const system = 'reconciler';
