@@ -176,11 +176,15 @@ export async function buildPools(config: Config, options: BuildPoolsOptions): Pr
       });
     }
   }
-  const registry = new PoolRegistry(pools, {
+  if (unreachable.length > 0) {
+    // Not marked down from here: health is shared state, decided by probes and adapter errors (lib/pools.ts).
+    options.log.warn('pools unreachable at cold start; their features come from the next probe', {
+      pools: unreachable,
+    });
+  }
+  return new PoolRegistry(pools, {
     ...(options.store !== undefined && { store: options.store }),
     build: poolBuilder(config, options),
     policy: config.policy,
   });
-  for (const name of unreachable) registry.markUnhealthy(name, 30_000);
-  return registry;
 }

@@ -16,8 +16,10 @@ export const env = {
   eventBusName: 'DIFFERENTLY_EVENT_BUS_NAME',
   provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
+  operationsQueueUrl: 'DIFFERENTLY_OPERATIONS_QUEUE_URL',
   provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',
   terminateDlqUrl: 'DIFFERENTLY_TERMINATE_DLQ_URL',
+  operationsDlqUrl: 'DIFFERENTLY_OPERATIONS_DLQ_URL',
   /** Local testing only (SAM, DynamoDB Local, a local SQS): endpoints instead of AWS's. */
   sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',
   dynamodbEndpoint: 'DIFFERENTLY_DYNAMODB_ENDPOINT',

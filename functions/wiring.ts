@@ -5,12 +5,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
+import type { ExecutionAdapter } from '../lib/adapter/contract.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
-import { credentialResolver } from '../lib/credentials.ts';
+import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
 import { publishLifecycleEvents } from '../lib/events.ts';
 import { EventBridgePublisher } from '../lib/events-eventbridge.ts';
 import type { Log } from '../lib/log.ts';
+import type { DeadLetterSource, WorkQueue } from '../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
@@ -53,7 +55,6 @@ function storeFromEnv(): Store {
   });
 }
 
-/** The control plane of one Lambda container, built once at cold start from the environment contract. */
 /**
  * The admin key from Secrets Manager (cached by Powertools), or from the environment when run locally;
  * undefined in functions given neither (the workers).
@@ -70,8 +71,39 @@ async function adminKeyFromEnv(): Promise<string | undefined> {
   return local === undefined || local === '' ? undefined : local;
 }
 
+/** What a container's control plane is built from; the environment on Lambda, the local runtime locally. */
+export interface ContainerParts {
+  config: Config;
+  store: Store;
+  queue: WorkQueue;
+  deadLetters?: DeadLetterSource;
+  log: Log;
+  adminKey?: string;
+  resolveCredential?: CredentialResolver;
+  /** Backends shared by every container (the local runtime's fake pools, tests' injected adapters). */
+  adapters?: Record<string, ExecutionAdapter>;
+  validateResponses?: boolean;
+}
+
+/**
+ * A cold start: the pools (adapters built, capabilities read) and the control plane of one container.
+ * Lambda runs it once per container through controlPlaneFromEnv; the local runtime once per simulated
+ * container, so both build containers the same way.
+ */
+export async function wireControlPlane(parts: ContainerParts): Promise<ControlPlane> {
+  const { adapters, resolveCredential, ...deps } = parts;
+  const pools = await buildPools(parts.config, {
+    log: parts.log,
+    store: parts.store,
+    ...(resolveCredential !== undefined && { resolveCredential }),
+    ...(adapters !== undefined && { adapters }),
+  });
+  return createControlPlane({ ...deps, pools });
+}
+
+/** The control plane of one Lambda container, built once at cold start from the environment contract. */
 export async function controlPlaneFromEnv(): Promise<ControlPlane> {
-  const vars = requireEnv(env.provisionQueueUrl, env.terminateQueueUrl);
+  const vars = requireEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl);
   const admin = await adminKeyFromEnv();
   const config = await loadConfig();
   const log = powertoolsLog();
@@ -79,28 +111,30 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
   const provisionDlq = process.env[env.provisionDlqUrl];
   const terminateDlq = process.env[env.terminateDlqUrl];
-  const store = storeFromEnv();
-  return createControlPlane({
+  const operationsDlq = process.env[env.operationsDlqUrl];
+  return wireControlPlane({
     config,
-    store,
+    store: storeFromEnv(),
     ...(provisionDlq &&
-      terminateDlq && {
-        deadLetters: new SqsDeadLetters(sqs, { provision: provisionDlq, terminate: terminateDlq }),
+      terminateDlq &&
+      operationsDlq && {
+        deadLetters: new SqsDeadLetters(sqs, {
+          provision: provisionDlq,
+          terminate: terminateDlq,
+          operations: operationsDlq,
+        }),
       }),
     queue: new SqsWorkQueue(sqs, {
       provision: vars[env.provisionQueueUrl] ?? '',
       terminate: vars[env.terminateQueueUrl] ?? '',
-    }),
-    pools: await buildPools(config, {
-      log,
-      store,
-      // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
-      resolveCredential: credentialResolver(async (arn) => {
-        const value = await getSecret(arn, { maxAge: 300 });
-        return typeof value === 'string' ? value : undefined;
-      }),
+      operations: vars[env.operationsQueueUrl] ?? '',
     }),
     log,
+    // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
+    resolveCredential: credentialResolver(async (arn) => {
+      const value = await getSecret(arn, { maxAge: 300 });
+      return typeof value === 'string' ? value : undefined;
+    }),
     ...(admin !== undefined && { adminKey: admin }),
   });
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { features, isKnownFeature } from './adapter/contract.ts';
 import { errors } from './errors.ts';
+import { awsLimits } from './limits.ts';
 import { requestedResourcesSchema } from './schemas/sandboxes.ts';
 
 /** Adapter kinds this build knows. A pool naming any other kind is refused at validation. */
@@ -79,6 +80,12 @@ export const templateSchema = z.strictObject({
   image: z.string().max(512).optional(),
 });
 
+/**
+ * The largest per-stream exec output cap: two streams JSON-escaped (an escape can double a byte on
+ * average text; output is sanitised to valid UTF-8 first) plus the envelope stay under Lambda's limit.
+ */
+export const maxExecOutputBytes = Math.floor((awsLimits.maxBufferedResponseBytes - 64 * 1024) / 4);
+
 export const configSchema = z
   .strictObject({
     /** Dev mode allows adapters without isolation (devhost, fake). Never on in production. */
@@ -94,6 +101,12 @@ export const configSchema = z
         maxAttempts: z.int().min(1).max(20).default(3),
         provisionTimeoutSeconds: z.int().min(5).max(900).default(120),
         terminateTimeoutSeconds: z.int().min(5).max(900).default(60),
+        /**
+         * The longest a stop, start, pause, resume or snapshot may take on the backend. The operations
+         * worker runs it (the API waits only briefly, see api.operationWaitSeconds); with the worker's own
+         * margin it stays within Lambda's 15 minutes.
+         */
+        operationTimeoutSeconds: z.int().min(5).max(840).default(600),
         /** A queued sandbox idle this long has lost its provision message: the sweep sends a new one. */
         lostMessageSeconds: z.int().min(60).max(86_400).default(300),
         /** A termination idle this long is stuck: the sweep sends a new terminate message. */
@@ -105,6 +118,7 @@ export const configSchema = z
         maxAttempts: 3,
         provisionTimeoutSeconds: 120,
         terminateTimeoutSeconds: 60,
+        operationTimeoutSeconds: 600,
         lostMessageSeconds: 300,
         stuckTerminationSeconds: 600,
         reconcileGraceSeconds: 30,
@@ -116,14 +130,28 @@ export const configSchema = z
          * so the default leaves margin; longer commands use the streamed form.
          */
         syncExecMaxSeconds: z.int().min(1).max(900).default(25),
-        /** Cap on each of stdout and stderr returned by a synchronous exec. */
+        /**
+         * Cap on each of stdout and stderr returned by a synchronous exec, for every adapter (the rest is
+         * cut and `truncated` set). Both at their cap, JSON-escaped, must fit Lambda's 6 MB response.
+         */
         execOutputMaxBytes: z
           .int()
           .min(1024)
-          .max(5 * 1024 * 1024)
+          .max(maxExecOutputBytes, {
+            error: `stdout and stderr at this cap could exceed Lambda's ${awsLimits.maxBufferedResponseBytes}-byte response limit; at most ${maxExecOutputBytes}`,
+          })
           .default(1024 * 1024),
+        /**
+         * How long a lifecycle call or snapshot waits for the operations worker before answering 202 with
+         * the transitional record. Well inside API Gateway's 29 s.
+         */
+        operationWaitSeconds: z
+          .number()
+          .min(0)
+          .max(awsLimits.apiIntegrationTimeoutSeconds - 9)
+          .default(10),
       })
-      .default({ syncExecMaxSeconds: 25, execOutputMaxBytes: 1024 * 1024 }),
+      .default({ syncExecMaxSeconds: 25, execOutputMaxBytes: 1024 * 1024, operationWaitSeconds: 10 }),
   })
   .superRefine((config, ctx) => {
     for (const [name, profile] of Object.entries(config.profiles)) {

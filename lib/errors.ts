@@ -54,6 +54,10 @@ export class ApiError extends Error {
   }
 }
 
+export function isErrorCode(code: string): code is ErrorCode {
+  return (errorCodes as readonly string[]).includes(code);
+}
+
 export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError;
 }

@@ -43,8 +43,7 @@ export async function prepareExecStream(
     });
   }
   const adapter = deps.pools.adapterOf(record.pool);
-  const streams =
-    (deps.pools.get(record.pool)?.config.features ?? []).includes('exec.stream') && isStreamer(adapter);
+  const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;
   const timeoutSeconds = request.timeoutSeconds ?? maxStreamSeconds;
   const options = { signal: AbortSignal.timeout((timeoutSeconds + 30) * 1000) };

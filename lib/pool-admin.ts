@@ -29,13 +29,14 @@ export class PoolAdmin {
     return (this.#deps.now?.() ?? new Date()).toISOString();
   }
 
+  // Operator reads sync fresh: an admin sees the change it just made, whichever container serves it.
   async list(): Promise<PoolDetail[]> {
-    await this.#deps.pools.sync();
+    await this.#deps.pools.sync(true);
     return Promise.all(this.#deps.pools.list().map((pool) => this.#detail(pool)));
   }
 
   async get(name: string): Promise<PoolDetail> {
-    await this.#deps.pools.sync();
+    await this.#deps.pools.sync(true);
     const pool = this.#deps.pools.get(name);
     if (pool === undefined) throw errors.notFound('pool', name);
     return this.#detail(pool);

@@ -45,14 +45,16 @@ const defaultPolicy: PlacementPolicy = { allowExternal: false, externalPools: []
  * through the admin API. Each Lambda container holds one registry and syncs it from the store at most
  * every few seconds, so a pool added through the API reaches every function without a deploy.
  *
- * Health has two sources: pool-refresh's stored view (probes, every pool) and the fast path an adapter
- * error takes here (a provider_unavailable marks the pool unhealthy at once, in this container).
+ * Health and features are shared state, read from the store: pool-refresh's probes write each pool's
+ * view, and an adapter error that means the backend is down (provider_unavailable, from any container)
+ * writes a down mark that every container honours until a probe started after it succeeds. Nothing a
+ * container learns from its own calls is kept only in its memory.
  */
 export class PoolRegistry {
   readonly #configured: Pool[];
   readonly #runtime = new Map<string, Pool>();
   readonly #views = new Map<string, PoolView>();
-  readonly #unhealthyUntil = new Map<string, { until: number; at: number }>();
+  #viewsLoadedAt = Number.NEGATIVE_INFINITY;
   readonly #options: PoolRegistryOptions;
   #policy: PlacementPolicy;
   #policyStored = false;
@@ -95,8 +97,7 @@ export class PoolRegistry {
       this.#runtime.set(record.name, await this.#buildStored(record));
     }
     for (const name of this.#runtime.keys()) if (!seen.has(name)) this.#runtime.delete(name);
-    this.#views.clear();
-    for (const view of views) this.#views.set(view.pool, view);
+    this.#setViews(views);
     this.#policy = policy ?? this.#options.policy ?? defaultPolicy;
     this.#policyStored = policy !== undefined;
     this.#syncedAt = this.#now();
@@ -129,6 +130,12 @@ export class PoolRegistry {
         updatedAt,
       };
     }
+  }
+
+  #setViews(views: PoolView[]): void {
+    this.#views.clear();
+    for (const view of views) this.#views.set(view.pool, view);
+    this.#viewsLoadedAt = this.#now();
   }
 
   /** Syncs at once when `name` is unknown here: it may have been added through the API moments ago. */
@@ -182,15 +189,36 @@ export class PoolRegistry {
   }
 
   /**
-   * After a provider_unavailable: the pool is down until its next successful probe (a pool-refresh view
-   * newer than this mark), and at most `forMs` in this container if no probe comes.
+   * After a provider_unavailable: the pool is down for every container until a probe that starts after
+   * this moment succeeds. Written to the store (the truth) and applied here at once.
    */
-  markUnhealthy(name: string, forMs: number, now = Date.now()): void {
-    this.#unhealthyUntil.set(name, { until: now + forMs, at: now });
+  async markDown(name: string, reason: string, at = new Date(this.#now())): Promise<void> {
+    const since = at.toISOString();
+    const view = this.#views.get(name);
+    this.#views.set(name, {
+      pool: name,
+      healthy: view?.healthy ?? true,
+      reason: view?.reason ?? null,
+      capabilities: view?.capabilities ?? null,
+      capacity: view?.capacity ?? null,
+      refreshedAt: view?.refreshedAt ?? new Date(0).toISOString(),
+      downSince: since,
+      downReason: reason,
+    });
+    await this.#options.store?.markPoolDown(name, since, reason);
   }
 
-  /** Healthy unless it has no adapter, its last probe failed, or an adapter error marked it recently. */
-  health(name: string, now = Date.now()): { healthy: boolean; reason: string | null } {
+  /**
+   * The features a pool offers now: the last probe's (EffectiveFeatures applied), else what this container
+   * read when it built the pool. The probe wins: a container that built the pool while its backend was
+   * unreachable would otherwise keep an empty list for its whole life.
+   */
+  featuresOf(name: string): string[] {
+    return this.#views.get(name)?.capabilities?.features ?? this.get(name)?.config.features ?? [];
+  }
+
+  /** Healthy unless it has no adapter, its last probe failed, or an adapter error marked it down since. */
+  health(name: string, _now = Date.now()): { healthy: boolean; reason: string | null } {
     const pool = this.get(name);
     if (pool === undefined) return { healthy: false, reason: 'no such pool' };
     if (pool.adapter === undefined) {
@@ -200,10 +228,15 @@ export class PoolRegistry {
       };
     }
     const view = this.#views.get(name);
-    const mark = this.#unhealthyUntil.get(name);
-    const probedSince = view?.healthy === true && Date.parse(view.refreshedAt) > (mark?.at ?? 0);
-    if (mark !== undefined && mark.until > now && !probedSince) {
-      return { healthy: false, reason: 'the backend was unavailable moments ago' };
+    if (
+      view?.downSince !== undefined &&
+      view.downSince !== null &&
+      Date.parse(view.refreshedAt) <= Date.parse(view.downSince)
+    ) {
+      return {
+        healthy: false,
+        reason: `the backend was unavailable at ${view.downSince}: ${view.downReason ?? 'no reason given'}`,
+      };
     }
     if (view !== undefined && !view.healthy) return { healthy: false, reason: view.reason ?? 'probe failed' };
     return { healthy: true, reason: null };

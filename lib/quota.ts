@@ -26,6 +26,8 @@ export interface Holdings {
  * Reservations are a function of status, so every transition's accounting is the difference between
  * two holdings, written in the same transaction as the transition:
  * - provisioning, running, paused: everything (paused keeps memory resident);
+ * - stopping, pausing, resuming: everything until the move is done; starting: everything, reserved
+ *   before the backend is asked (two starts cannot both fit one quota);
  * - stopped: disk, the active slot and the pool slot (cpu and memory leave quota usage);
  * - queued, terminating, terminated, failed: nothing (a retry returns the reservation to the pool).
  */
@@ -34,6 +36,10 @@ export function holdingsOf(status: SandboxStatus, resources: Resources): Holding
     case 'provisioning':
     case 'running':
     case 'paused':
+    case 'stopping':
+    case 'starting':
+    case 'pausing':
+    case 'resuming':
       return {
         cpu: resources.cpu,
         memoryMiB: resources.memoryMiB,

@@ -3,19 +3,18 @@ import {
   type Feature,
   type FileInfo,
   isFileSystem,
-  isLifecycle,
-  isPauser,
   isPortExposer,
   isSnapshotter,
 } from './adapter/contract.ts';
 import type { Principal } from './auth.ts';
-import { errors, isApiError } from './errors.ts';
+import { ApiError, errors, isApiError, isErrorCode } from './errors.ts';
 import { newId } from './ids.ts';
 import { describeError } from './log.ts';
 import { sandboxView, transitionSandbox } from './sandbox-records.ts';
 import type { SandboxStatus } from './sandbox-state.ts';
 import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './sandboxes.ts';
-import { wakeWaiters } from './scheduler/wake.ts';
+import { lifecycleMoves, snapshotableStatuses } from './scheduler/operations.ts';
+import type { LifecycleAction } from './schemas/operations.ts';
 import type { SandboxView } from './schemas/sandboxes.ts';
 import type { Page, PageRequest } from './store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from './store/records.ts';
@@ -25,15 +24,14 @@ type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */
 export const maxFileBytes = 4 * 1024 * 1024;
 
-export type LifecycleAction = 'stop' | 'start' | 'pause' | 'resume';
+export type { LifecycleAction } from './schemas/operations.ts';
 
-const lifecycleMoves: Record<LifecycleAction, { from: SandboxStatus; to: SandboxStatus; feature: Feature }> =
-  {
-    stop: { from: 'running', to: 'stopped', feature: 'lifecycle.stop-start' },
-    start: { from: 'stopped', to: 'running', feature: 'lifecycle.stop-start' },
-    pause: { from: 'running', to: 'paused', feature: 'lifecycle.pause-resume' },
-    resume: { from: 'paused', to: 'running', feature: 'lifecycle.pause-resume' },
-  };
+/** What a lifecycle call, snapshot or fork answers: done (200/201), or accepted and still under way (202). */
+export interface Accepted<T> {
+  value: T;
+  /** false when the operation settled within the API's wait; true when the worker is still on it. */
+  pending: boolean;
+}
 
 /** The operations tenants use on a placed sandbox, beyond exec: lifecycle, files, snapshots, fork, ports. */
 export class SandboxOperations {
@@ -48,66 +46,90 @@ export class SandboxOperations {
   }
 
   /**
-   * stop keeps the disk and releases cpu and memory; start re-reserves them first (429 when they no longer
-   * fit) and gives them back if the backend then fails; pause keeps everything; resume restores.
+   * Stop, start, pause, resume. The record moves to its transitional status first (start reserves cpu
+   * and memory there: 429 when they no longer fit), then the operations worker calls the backend. The
+   * API waits up to api.operationWaitSeconds for the worker: the settled record (200), or the
+   * transitional one (202) when the backend needs longer. A failure the backend reports within the wait
+   * is answered as the error; the record is back in its status with `operation.error`.
    */
-  async lifecycle(principal: OrgPrincipal, id: string, action: LifecycleAction): Promise<SandboxView> {
+  async lifecycle(
+    principal: OrgPrincipal,
+    id: string,
+    action: LifecycleAction,
+  ): Promise<Accepted<SandboxView>> {
     const move = lifecycleMoves[action];
     const record = await this.#sandboxes.load(principal, id);
     requireStatus(record, [move.from], action);
-    const adapter = this.#adapterWith(record, move.feature, action);
-    const call = (ref: string) => {
-      const options = { signal: AbortSignal.timeout(120_000) };
-      if (action === 'stop' && isLifecycle(adapter)) return adapter.stop(ref, options);
-      if (action === 'start' && isLifecycle(adapter)) return adapter.start(ref, options);
-      if (action === 'pause' && isPauser(adapter)) return adapter.pause(ref, options);
-      if (action === 'resume' && isPauser(adapter)) return adapter.resume(ref, options);
-      throw this.#unsupported(record, adapter, action);
-    };
-    const ref = record.backendRef ?? '';
+    this.#adapterWith(record, move.feature, action);
+    const requestedAt = this.#now().toISOString();
     // A worker's write between our read and our write (a progress note, the reconciler following state)
-    // does not undo a lifecycle call: the move is applied to the newer version if the status is unchanged.
-    const transition = (from: SandboxRecord, to: SandboxStatus, message: string | null) => {
-      let current = from;
-      return retryOnConflict(async () => {
-        try {
-          return await transitionSandbox(
-            this.#deps.store,
-            current,
-            to,
-            { statusMessage: message },
-            { now: this.#now(), actor: principal.keyId },
-          );
-        } catch (error) {
-          if (isApiError(error) && error.code === 'conflict') {
-            const latest = await this.#sandboxes.load(principal, id);
-            if (latest.status !== from.status) requireStatus(latest, [from.status], action);
-            current = latest;
-          }
-          throw error;
-        }
-      });
-    };
-    if (action === 'start') {
-      // Reserve before asking the backend, so two starts cannot both fit one quota.
-      const reserved = await transition(record, 'running', null);
+    // does not undo the call: the move is applied to the newer version if the status is unchanged.
+    let current = record;
+    const pending = await retryOnConflict(async () => {
       try {
-        await call(ref);
-      } catch (error) {
-        await transition(reserved, 'stopped', 'start failed on the backend').catch((rollback: unknown) =>
-          this.#deps.log.error('could not give back the reservation of a failed start', {
-            sandboxId: id,
-            error: describeError(rollback),
-          }),
+        return await transitionSandbox(
+          this.#deps.store,
+          current,
+          move.pending,
+          {
+            statusMessage: `${action} requested`,
+            operation: { action, state: 'pending', requestedAt, settledAt: null, error: null },
+          },
+          { now: this.#now(), actor: principal.keyId },
         );
+      } catch (error) {
+        if (isApiError(error) && error.code === 'conflict') {
+          current = await this.#sandboxes.load(principal, id);
+          requireStatus(current, [move.from], action);
+        }
         throw error;
       }
-      return sandboxView(reserved);
+    });
+    try {
+      await this.#deps.queue.send('operations', { sandboxId: id, orgId: record.orgId, operation: action });
+    } catch (error) {
+      // Nothing was asked of the backend yet: undo the move rather than leave it for the sweep.
+      this.#deps.log.error('could not queue a lifecycle operation; undoing it', {
+        sandboxId: id,
+        action,
+        error: describeError(error),
+      });
+      await transitionSandbox(
+        this.#deps.store,
+        pending,
+        move.from,
+        { statusMessage: null, operation: record.operation },
+        { now: this.#now(), actor: 'system' },
+      ).catch(() => undefined);
+      throw errors.providerUnavailable('the operation could not be queued; try again', { action });
     }
-    await call(ref);
-    const moved = await transition(record, move.to, action === 'stop' ? 'stopped by request' : null);
-    if (action === 'stop') await wakeWaiters(this.#deps, { orgId: record.orgId, pool: record.pool });
-    return sandboxView(moved);
+    const latest = await this.#waitWhile(
+      () => this.#deps.store.getSandbox(record.orgId, id),
+      (r) => r?.status === move.pending,
+    );
+    if (latest === undefined) return { value: sandboxView(pending), pending: true };
+    if (latest.status === move.pending) return { value: sandboxView(latest), pending: true };
+    const outcome = latest.operation;
+    if (outcome?.state === 'failed' && outcome.requestedAt === requestedAt && outcome.error !== null) {
+      throw new ApiError(
+        isErrorCode(outcome.error.code) ? outcome.error.code : 'provider_unavailable',
+        outcome.error.message,
+        { sandboxId: id, action, status: latest.status },
+      );
+    }
+    return { value: sandboxView(latest), pending: false };
+  }
+
+  /** Polls `read` while `busy` holds, up to api.operationWaitSeconds; the last value read. */
+  async #waitWhile<T>(read: () => Promise<T>, busy: (value: T) => boolean): Promise<T> {
+    const deadline = Date.now() + this.#deps.config.api.operationWaitSeconds * 1000;
+    let delay = 50;
+    for (;;) {
+      const value = await read();
+      if (!busy(value) || Date.now() + delay > deadline) return value;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 500);
+    }
   }
 
   async listFiles(principal: OrgPrincipal, id: string, path: string): Promise<FileInfo[]> {
@@ -149,52 +171,87 @@ export class SandboxOperations {
   }
 
   /**
-   * A snapshot of a running, stopped or paused sandbox, on its pool, counted against maxSnapshots. If the
-   * record cannot be written (quota taken meanwhile), the backend snapshot is deleted again: no ready
-   * record without a snapshot, no snapshot without a record or a reserved slot.
+   * A snapshot of a running, stopped or paused sandbox, on its pool, counted against maxSnapshots from
+   * the moment it is recorded (status creating, before the backend is called). The operations worker
+   * takes it; the API waits up to api.operationWaitSeconds and answers the ready (or failed) record, or
+   * the creating one when the backend needs longer.
    */
-  async snapshot(principal: OrgPrincipal, id: string, kind: 'disk' | 'memory'): Promise<SnapshotRecord> {
+  async snapshot(
+    principal: OrgPrincipal,
+    id: string,
+    kind: 'disk' | 'memory',
+  ): Promise<Accepted<SnapshotRecord>> {
     const record = await this.#sandboxes.load(principal, id);
-    requireStatus(record, ['running', 'stopped', 'paused'], 'snapshot');
+    const snapshot = await this.#recordSnapshot(principal, record, kind);
+    const latest = await this.#waitWhile(
+      () => this.#deps.store.getSnapshot(record.orgId, snapshot.id),
+      (s) => s?.status === 'creating',
+    );
+    if (latest === undefined) return { value: snapshot, pending: true };
+    if (latest.status === 'failed') {
+      // Within the wait: answered as the error. The failed record stays listed, holding no quota.
+      throw errors.providerUnavailable(latest.statusMessage ?? 'the snapshot failed on the backend', {
+        snapshotId: latest.id,
+        status: latest.status,
+      });
+    }
+    return { value: latest, pending: latest.status === 'creating' };
+  }
+
+  /** Writes the snapshot record (creating, its quota slot taken) and queues the worker. */
+  async #recordSnapshot(
+    principal: OrgPrincipal,
+    record: SandboxRecord,
+    kind: 'disk' | 'memory',
+  ): Promise<SnapshotRecord> {
+    requireStatus(record, [...snapshotableStatuses], 'snapshot');
     const adapter = this.#adapterWith(
       record,
       kind === 'disk' ? 'snapshots.disk' : 'snapshots.memory',
       `${kind} snapshot`,
     );
     if (!isSnapshotter(adapter)) throw this.#unsupported(record, adapter, `${kind} snapshot`);
-    const org = await this.#deps.store.getOrg(record.orgId);
-    const usage = await this.#deps.store.getUsage(record.orgId);
-    if (org !== undefined && usage.snapshots >= org.quota.maxSnapshots) {
-      throw errors.quotaExceeded(`the org's snapshot quota of ${org.quota.maxSnapshots} is used up`, {
-        field: 'snapshots',
-        limit: org.quota.maxSnapshots,
-      });
-    }
-    const taken = await adapter.snapshot(record.backendRef ?? '', kind, {
-      signal: AbortSignal.timeout(600_000),
-    });
+    const at = this.#now().toISOString();
     const snapshot: SnapshotRecord = {
       id: newId('snapshot'),
       orgId: record.orgId,
       projectId: record.projectId,
       sandboxId: record.id,
       pool: record.pool ?? '',
-      backendRef: taken.ref,
-      kind: taken.kind,
-      sizeBytes: taken.sizeBytes,
-      status: 'ready',
-      createdAt: this.#now().toISOString(),
+      backendRef: '',
+      kind,
+      sizeBytes: 0,
+      status: 'creating',
+      statusMessage: 'being taken on the backend',
+      createdAt: at,
+      updatedAt: at,
     };
+    // Quota: the store takes one of maxSnapshots in the same write, or answers quota_exceeded.
+    await this.#deps.store.createSnapshot(snapshot, {
+      actor: principal.keyId,
+      action: 'snapshot.created',
+      target: snapshot.id,
+      details: { sandboxId: record.id, kind, pool: snapshot.pool },
+    });
     try {
-      await this.#deps.store.createSnapshot(snapshot, {
-        actor: principal.keyId,
-        action: 'snapshot.created',
-        target: snapshot.id,
-        details: { sandboxId: record.id, kind: snapshot.kind, pool: snapshot.pool },
+      await this.#deps.queue.send('operations', {
+        sandboxId: record.id,
+        orgId: record.orgId,
+        snapshotId: snapshot.id,
       });
     } catch (error) {
-      await adapter.deleteSnapshot(taken.ref).catch(() => undefined);
-      throw error;
+      this.#deps.log.error('could not queue a snapshot; it is marked failed', {
+        snapshotId: snapshot.id,
+        error: describeError(error),
+      });
+      await this.#deps.store
+        .settleSnapshot(
+          snapshot,
+          { status: 'failed', statusMessage: 'could not be queued', updatedAt: this.#now().toISOString() },
+          { actor: 'system', action: 'snapshot.failed', target: snapshot.id, details: { reason: 'queue' } },
+        )
+        .catch(() => undefined);
+      throw errors.providerUnavailable('the snapshot could not be queued; try again');
     }
     return snapshot;
   }
@@ -228,12 +285,22 @@ export class SandboxOperations {
     id: string,
   ): Promise<{ id: string; deleted: true; backendDeleted: boolean; note?: string }> {
     const snapshot = await this.getSnapshot(principal, id);
+    if (snapshot.status === 'creating') {
+      throw errors.invalidState(
+        `snapshot ${id} is still being created; delete it once it is ready or failed`,
+        {
+          status: snapshot.status,
+        },
+      );
+    }
     await this.#deps.store.deleteSnapshot(principal.orgId, id, {
       actor: principal.keyId,
       action: 'snapshot.deleted',
       target: id,
       details: { pool: snapshot.pool },
     });
+    // A failed snapshot never reached the backend (or was removed from it): only its record existed.
+    if (snapshot.status === 'failed') return { id, deleted: true, backendDeleted: true };
     try {
       await this.#deps.pools.sync();
       const adapter = this.#deps.pools.adapterOf(snapshot.pool);
@@ -258,18 +325,19 @@ export class SandboxOperations {
   }
 
   /**
-   * Fork: a snapshot (memory if the pool advertises snapshots.memory and the parent runs, else disk), then
-   * a child with the parent's template, resources, capabilities, placement, TTL, env and labels, pinned
-   * to the snapshot's pool, through admission and quota like any sandbox.
+   * Fork: a snapshot (memory if the pool advertises snapshots.memory and the parent runs, else disk),
+   * recorded as creating, then at once a child with the parent's template, resources, capabilities,
+   * placement, TTL, env and labels, restored from it on the snapshot's pool, through admission and quota
+   * like any sandbox. The child waits in the queue until the snapshot is ready (and fails if it fails).
    */
   async fork(principal: OrgPrincipal, id: string): Promise<SandboxView> {
     const parent = await this.#sandboxes.load(principal, id);
-    requireStatus(parent, ['running', 'stopped', 'paused'], 'fork');
-    const features = this.#deps.pools.get(parent.pool ?? '')?.config.features ?? [];
+    requireStatus(parent, [...snapshotableStatuses], 'fork');
+    const features = this.#deps.pools.featuresOf(parent.pool ?? '');
     if (!features.includes('fork'))
       throw this.#unsupported(parent, this.#deps.pools.adapterOf(parent.pool ?? ''), 'fork');
     const kind = parent.status === 'running' && features.includes('snapshots.memory') ? 'memory' : 'disk';
-    const snapshot = await this.snapshot(principal, id, kind);
+    const snapshot = await this.#recordSnapshot(principal, parent, kind);
     const { sandbox } = await this.#sandboxes.create(
       principal,
       {
@@ -299,8 +367,9 @@ export class SandboxOperations {
   #adapterWith(record: SandboxRecord, feature: Feature, operation: string): ExecutionAdapter {
     const pool = record.pool ?? '';
     const adapter = this.#deps.pools.adapterOf(pool);
-    const features = this.#deps.pools.get(pool)?.config.features ?? [];
-    if (!features.includes(feature)) throw this.#unsupported(record, adapter, operation);
+    // The refreshed view's features: what this container saw at its cold start may be out of date.
+    if (!this.#deps.pools.featuresOf(pool).includes(feature))
+      throw this.#unsupported(record, adapter, operation);
     return adapter;
   }
 

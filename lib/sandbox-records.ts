@@ -66,5 +66,6 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     expiresAt: record.expiresAt,
+    operation: record.operation,
   };
 }

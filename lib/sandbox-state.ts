@@ -6,6 +6,10 @@ export const sandboxStatuses = [
   'running',
   'stopped',
   'paused',
+  'stopping',
+  'starting',
+  'pausing',
+  'resuming',
   'terminating',
   'terminated',
   'failed',
@@ -21,9 +25,15 @@ const transitions: Record<SandboxStatus, readonly SandboxStatus[]> = {
   queued: ['provisioning', 'terminating', 'failed'],
   // provisioning -> queued: a retry (backoff) hands the sandbox back to the fair queue.
   provisioning: ['queued', 'running', 'terminating', 'failed'],
-  running: ['stopped', 'paused', 'terminating', 'failed'],
-  stopped: ['running', 'terminating', 'failed'],
-  paused: ['running', 'terminating', 'failed'],
+  // running -> stopped / paused directly: the reconciler following an instance the backend changed.
+  running: ['stopping', 'pausing', 'stopped', 'paused', 'terminating', 'failed'],
+  stopped: ['starting', 'running', 'terminating', 'failed'],
+  paused: ['resuming', 'running', 'terminating', 'failed'],
+  // Transitional: the operations worker finishes the move, or undoes it when the backend refused.
+  stopping: ['stopped', 'running', 'terminating', 'failed'],
+  starting: ['running', 'stopped', 'terminating', 'failed'],
+  pausing: ['paused', 'running', 'terminating', 'failed'],
+  resuming: ['running', 'paused', 'terminating', 'failed'],
   terminating: ['terminated'],
   terminated: [],
   failed: ['terminating'],
@@ -44,7 +54,15 @@ export function isTerminal(status: SandboxStatus): boolean {
   return status === 'terminated' || status === 'failed';
 }
 
+/** Statuses a lifecycle operation passes through while the backend works (see lib/operations). */
+export const transitionalStatuses = ['stopping', 'starting', 'pausing', 'resuming'] as const;
+export type TransitionalStatus = (typeof transitionalStatuses)[number];
+
+export function isTransitional(status: SandboxStatus): status is TransitionalStatus {
+  return (transitionalStatuses as readonly string[]).includes(status);
+}
+
 /** Statuses that hold a backend instance and a pool slot. */
 export function holdsInstance(status: SandboxStatus): boolean {
-  return status === 'running' || status === 'stopped' || status === 'paused';
+  return status === 'running' || status === 'stopped' || status === 'paused' || isTransitional(status);
 }

@@ -4,6 +4,7 @@ import { canonicalJson } from './audit.ts';
 import type { Principal } from './auth.ts';
 import type { Config, Profile } from './config.ts';
 import { errors, isApiError } from './errors.ts';
+import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
 import { newId } from './ids.ts';
 import { describeError, type Log } from './log.ts';
@@ -87,6 +88,11 @@ export class SandboxService {
       ) {
         throw errors.notFound('snapshot', request.fromSnapshot);
       }
+      if (snapshot.status === 'failed') {
+        throw errors.invalidState(`snapshot ${snapshot.id} failed and cannot be restored`, {
+          status: snapshot.status,
+        });
+      }
       if (allowedPools !== null && !allowedPools.includes(snapshot.pool)) {
         throw errors.invalidRequest(
           `snapshot ${snapshot.id} lives on pool ${snapshot.pool}, which placement.allowedPools excludes`,
@@ -105,7 +111,8 @@ export class SandboxService {
         { field: 'classification' },
       );
     }
-    await this.#deps.pools.sync();
+    // Admission reads pools and the policy fresh: an operator's change applies to the very next request.
+    await this.#deps.pools.sync(true);
     for (const name of request.placement?.allowedPools ?? []) await this.#deps.pools.ensure(name);
     for (const name of request.placement?.allowedPools ?? []) {
       if (this.#deps.pools.get(name) === undefined) {
@@ -152,6 +159,7 @@ export class SandboxService {
       createdAt: now,
       updatedAt: now,
       expiresAt: null,
+      operation: null,
     };
     const idempotency =
       idempotencyKey === undefined
@@ -298,12 +306,15 @@ export class SandboxService {
       });
     }
     const adapter = this.#deps.pools.adapterOf(record.pool);
-    return adapter.exec(
+    const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
+    const result = await adapter.exec(
       record.backendRef,
       { ...request, timeoutSeconds: request.timeoutSeconds ?? syncExecMaxSeconds },
       // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
-      { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000) },
+      // Adapters that collect output stop at maxOutputBytes; every result is bounded here as well.
+      { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000), maxOutputBytes },
     );
+    return boundExecResult(result, maxOutputBytes);
   }
 
   /** Streamed exec: checks now, output later (see lib/exec-stream.ts). */

@@ -3,6 +3,7 @@
  * (sandboxes, snapshots, preview URLs) and the toolbox reached through each sandbox's toolbox proxy
  * (exec, files). Documented deviations: exec output is stdout and stderr combined; exec has no stdin.
  */
+
 import { z } from 'zod';
 import {
   type AdapterInfo,
@@ -25,6 +26,7 @@ import {
 } from '../../lib/adapter/contract.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
@@ -385,7 +387,7 @@ export class DaytonaAdapter
       query: { path },
       signal: opts?.signal,
     });
-    return new Uint8Array(await response.arrayBuffer());
+    return new Uint8Array(await readBounded(response, maxDownloadBytes, 'a file download'));
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {

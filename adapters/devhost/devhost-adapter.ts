@@ -1,4 +1,4 @@
-import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
 import { z } from 'zod';
@@ -11,12 +11,14 @@ import {
   type Capacity,
   type CreateRequest,
   type ExecEvent,
+  type ExecOptions,
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
   type Instance,
   type Lifecycle,
   type SnapshotInfo,
+  type SnapshotOptions,
   type Snapshotter,
   type Streamer,
 } from '../../lib/adapter/contract.ts';
@@ -160,9 +162,10 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     await rm(this.#dir(ref), { recursive: true, force: true });
   }
 
-  async exec(ref: string, request: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
-    const stdout = new CappedBuffer(this.#config.outputMaxBytes);
-    const stderr = new CappedBuffer(this.#config.outputMaxBytes);
+  async exec(ref: string, request: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
+    const cap = Math.min(this.#config.outputMaxBytes, opts?.maxOutputBytes ?? Number.POSITIVE_INFINITY);
+    const stdout = new CappedBuffer(cap);
+    const stderr = new CappedBuffer(cap);
     const result = await this.#run(ref, request, opts, (event) =>
       (event.stream === 'stdout' ? stdout : stderr).push(event.data),
     );
@@ -231,12 +234,24 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
   }
 
   /** A disk snapshot: a copy of the sandbox's filesystem (memory is not something a directory has). */
-  async snapshot(ref: string, kind: 'disk' | 'memory'): Promise<SnapshotInfo> {
+  async snapshot(ref: string, kind: 'disk' | 'memory', opts?: SnapshotOptions): Promise<SnapshotInfo> {
     if (kind === 'memory') throw adapterErrors.unsupported('memory snapshot', { adapter: 'devhost' });
     if ((await this.#readMeta(ref)) === undefined) throw adapterErrors.notFound(ref);
-    const snapshotRef = newId('snapshot').replace('snp_', 'dsnap_');
+    // Named after the control plane's id when given: a repeated call finds the copy the first one made.
+    const named = opts?.id !== undefined && isId('snapshot', opts.id);
+    const snapshotRef = (named ? (opts?.id ?? '') : newId('snapshot')).replace('snp_', 'dsnap_');
     const target = join(this.#snapshotDir(snapshotRef), 'fs');
-    await cp(join(this.#dir(ref), 'fs'), target, { recursive: true });
+    const done = await stat(target).then(
+      () => true,
+      () => false,
+    );
+    if (!done) {
+      // Copied aside, then renamed into place: a copy cut short never passes for a snapshot.
+      const partial = `${target}.partial`;
+      await rm(partial, { recursive: true, force: true });
+      await cp(join(this.#dir(ref), 'fs'), partial, { recursive: true });
+      await rename(partial, target);
+    }
     return { ref: snapshotRef, kind: 'disk', sizeBytes: await directorySize(target) };
   }
 

@@ -2,6 +2,7 @@ import {
   type AdapterInfo,
   adapterErrors,
   adapterProtocolVersion,
+  type CallOptions,
   type Capabilities,
   type Capacity,
   type CreateRequest,
@@ -15,6 +16,7 @@ import {
   type Pauser,
   type PortExposer,
   type SnapshotInfo,
+  type SnapshotOptions,
   type Snapshotter,
   type Streamer,
   type Trust,
@@ -64,6 +66,8 @@ export interface FakeAdapterOptions {
   /** Declared limits, templates and regions (default: none, any template). */
   limits?: Partial<Omit<Capabilities, 'features'>>;
   exec?: FakeExecFunc;
+  /** Milliseconds a method takes before it acts (a slow backend), honouring the call's abort signal. */
+  delaysMs?: Partial<Record<FakeMethod, number>>;
 }
 
 interface FakeInstance extends Instance {
@@ -313,29 +317,61 @@ export class FakeAdapter
     });
   }
 
-  async stop(ref: string): Promise<void> {
+  async stop(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#delay('stop', opts?.signal);
     await this.#enter('stop', () => this.#move(ref, ['running'], 'stopped'));
   }
 
-  async start(ref: string): Promise<void> {
+  async start(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#delay('start', opts?.signal);
     await this.#enter('start', () => this.#move(ref, ['stopped'], 'running'));
   }
 
-  async pause(ref: string): Promise<void> {
+  async pause(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#delay('pause', opts?.signal);
     await this.#enter('pause', () => this.#move(ref, ['running'], 'paused'));
   }
 
-  async resume(ref: string): Promise<void> {
+  async resume(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#delay('resume', opts?.signal);
     await this.#enter('resume', () => this.#move(ref, ['paused'], 'running'));
   }
 
-  async snapshot(ref: string, kind: 'disk' | 'memory'): Promise<SnapshotInfo> {
-    return this.#enter('snapshot', () => {
-      const instance = this.#instance(ref);
-      const snapshotRef = newId('snapshot').replace('snp_', 'fakesnap_');
-      this.#snapshots.set(snapshotRef, { kind, files: new Map(instance.files) });
-      const sizeBytes = [...instance.files.values()].reduce((sum, content) => sum + content.length, 0);
-      return { ref: snapshotRef, kind, sizeBytes };
+  /** Snapshots named by the caller's id, as a backend that names snapshots keeps them. */
+  readonly #snapshotsById = new Map<string, Promise<SnapshotInfo>>();
+
+  async snapshot(ref: string, kind: 'disk' | 'memory', opts?: SnapshotOptions): Promise<SnapshotInfo> {
+    const id = opts?.id;
+    const known = id === undefined ? undefined : this.#snapshotsById.get(id);
+    // The same id again (a worker retried after a crash): the snapshot the first call is taking or took.
+    if (known !== undefined) return known;
+    const taking = (async () => {
+      await this.#delay('snapshot', opts?.signal);
+      return this.#enter('snapshot', () => {
+        const instance = this.#instance(ref);
+        const snapshotRef = newId('snapshot').replace('snp_', 'fakesnap_');
+        this.#snapshots.set(snapshotRef, { kind, files: new Map(instance.files) });
+        const sizeBytes = [...instance.files.values()].reduce((sum, content) => sum + content.length, 0);
+        return { ref: snapshotRef, kind, sizeBytes };
+      });
+    })();
+    if (id !== undefined) {
+      this.#snapshotsById.set(id, taking);
+      taking.catch(() => this.#snapshotsById.delete(id));
+    }
+    return taking;
+  }
+
+  /** A backend's own pace: waits `delaysMs[method]`, unless the caller aborts first. */
+  async #delay(method: FakeMethod, signal?: AbortSignal): Promise<void> {
+    const ms = this.#options.delaysMs?.[method] ?? 0;
+    if (ms <= 0) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
+      signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      });
     });
   }
 

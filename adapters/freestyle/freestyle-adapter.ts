@@ -4,6 +4,7 @@
  * (a slow call answers 202 and is polled); create requires a firewall, which is closed unless the pool
  * sets egress: public.
  */
+
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -28,6 +29,7 @@ import {
 } from '../../lib/adapter/contract.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient, type RequestOptions } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
@@ -382,7 +384,7 @@ export class FreestyleAdapter
         signal: opts?.signal,
         idempotent: true,
       });
-      return new Uint8Array(await response.arrayBuffer());
+      return new Uint8Array(await readBounded(response, maxDownloadBytes, 'a file download'));
     } catch (error) {
       if (isApiError(error) && error.code === 'not_found') throw adapterErrors.notFound(path);
       throw error;

@@ -3,8 +3,10 @@
  * timeouts bounded by the caller, retries only for idempotent calls, and credentials that never appear
  * in an error. The provider's own error code is kept in details.providerCode.
  */
+
 import type { z } from 'zod';
 import { ApiError, type ErrorCode, errors } from '../../lib/errors.ts';
+import { maxJsonAnswerBytes, readBounded } from './bounded-body.ts';
 
 export interface HttpClientOptions {
   /** Names the provider in messages: `opensandbox`, `daytona`, `freestyle`. */
@@ -140,7 +142,7 @@ export class HttpClient {
   }
 
   async parse<S extends z.ZodType>(response: Response, schema: S, what: string): Promise<z.infer<S>> {
-    const text = await response.text();
+    const text = (await readBounded(response, maxJsonAnswerBytes, what)).toString('utf8');
     let raw: unknown;
     try {
       raw = JSON.parse(text);

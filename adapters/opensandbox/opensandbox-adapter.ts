@@ -15,6 +15,7 @@ import {
   type Capacity,
   type CreateRequest,
   type ExecEvent,
+  type ExecOptions,
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
@@ -312,7 +313,27 @@ export class OpenSandboxAdapter
 
   /** Polls until Running, then pings execd until it answers; bounded by the caller and readyTimeoutSeconds. */
   async #waitReady(id: string, opts?: CallOptions): Promise<void> {
-    const deadline = Date.now() + this.#config.readyTimeoutSeconds * 1000;
+    // Whichever ends first: the pool's readiness allowance, or the caller's deadline (the scheduler's).
+    const deadline = Math.min(
+      Date.now() + this.#config.readyTimeoutSeconds * 1000,
+      opts?.deadline ?? Number.POSITIVE_INFINITY,
+    );
+    try {
+      await this.#pollReady(id, deadline, opts);
+    } catch (error) {
+      // The caller gave up: a sandbox still starting is this sandbox's failure, never the pool's.
+      if (opts?.signal?.aborted === true || (error as Error).name === 'AbortError')
+        throw adapterErrors.sandboxFailed(
+          `opensandbox: sandbox ${id} was not ready when the caller gave up`,
+          {
+            ref: id,
+          },
+        );
+      throw error;
+    }
+  }
+
+  async #pollReady(id: string, deadline: number, opts?: CallOptions): Promise<void> {
     for (;;) {
       const sandbox = await this.#getRaw(id, opts);
       const state = sandbox.status.state;
@@ -353,11 +374,8 @@ export class OpenSandboxAdapter
 
   #checkDeadline(deadline: number, opts: CallOptions | undefined, what: string): void {
     if (opts?.signal?.aborted === true)
-      throw errors.providerUnavailable(`opensandbox: cancelled while ${what}`);
-    if (Date.now() > deadline)
-      throw adapterErrors.sandboxFailed(
-        `opensandbox: not ready in ${this.#config.readyTimeoutSeconds} s: ${what}`,
-      );
+      throw adapterErrors.sandboxFailed(`opensandbox: the caller gave up while ${what}`);
+    if (Date.now() > deadline) throw adapterErrors.sandboxFailed(`opensandbox: not ready in time: ${what}`);
   }
 
   async #getRaw(id: string, opts?: CallOptions): Promise<OpenSandbox> {
@@ -460,12 +478,18 @@ export class OpenSandboxAdapter
     }
   }
 
-  async exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult> {
+  async exec(ref: string, req: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
     const out = { stdout: '', stderr: '', truncated: false };
+    const size = { stdout: 0, stderr: 0 };
+    const cap = Math.min(maxSyncOutputBytes, opts?.maxOutputBytes ?? maxSyncOutputBytes);
     const started = Date.now();
     const append = (stream: 'stdout' | 'stderr', data: string) => {
-      if (Buffer.byteLength(out[stream]) + Buffer.byteLength(data) > maxSyncOutputBytes) out.truncated = true;
-      else out[stream] += data;
+      const bytes = Buffer.byteLength(data);
+      if (size[stream] + bytes > cap) out.truncated = true;
+      else {
+        out[stream] += data;
+        size[stream] += bytes;
+      }
     };
     const { exitCode, timedOut } = await this.#run(
       ref,

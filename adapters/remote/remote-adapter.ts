@@ -3,6 +3,7 @@
  * cloud account) plugs in as a pool without a new build. It implements every optional interface; what
  * the pool advertises is what the plugin declares on /info (already filtered there).
  */
+
 import { z } from 'zod';
 import {
   type AdapterInfo,
@@ -25,6 +26,7 @@ import {
 } from '../../lib/adapter/contract.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { maxDownloadBytes, maxJsonAnswerBytes, readBounded } from '../httpx/bounded-body.ts';
 import {
   capacitySchema,
   envelopeSchema,
@@ -180,7 +182,7 @@ export class RemoteAdapter
 
   async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
     const response = await this.#send('GET', `/instances/${enc(ref)}/files/content?path=${enc(path)}`, opts);
-    return new Uint8Array(await response.arrayBuffer());
+    return new Uint8Array(await readBounded(response, maxDownloadBytes, 'a file download'));
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
@@ -238,7 +240,7 @@ export class RemoteAdapter
     body?: unknown,
   ): Promise<z.infer<S>> {
     const response = await this.#send(method, path, opts, body);
-    const text = await response.text();
+    const text = (await readBounded(response, maxJsonAnswerBytes, `${method} ${path}`)).toString('utf8');
     let raw: unknown;
     try {
       raw = JSON.parse(text);

@@ -7,6 +7,7 @@ import type { Construct } from 'constructs';
 import { env } from '../../functions/environment.ts';
 import type { Config } from '../../lib/config.ts';
 import { referencedSecretArns, runtimePoolSecretPrefix } from '../../lib/credentials.ts';
+import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
 import { Monitoring } from './constructs/monitoring.ts';
@@ -33,6 +34,8 @@ export interface ControlPlaneStackProps extends StackProps {
   readonly provisionConcurrency?: number;
   /** @default 5 */
   readonly terminateConcurrency?: number;
+  /** The most operations workers (stop, start, pause, resume, snapshot) at once. @default 5 */
+  readonly operationsConcurrency?: number;
   /** Where docs/runbook.md is published, for the alarms' links. */
   readonly runbookUrl?: string;
 }
@@ -41,10 +44,7 @@ export interface ControlPlaneStackProps extends StackProps {
 export class ControlPlaneStack extends Stack {
   readonly table: StateTable;
   readonly queues: WorkQueues;
-  readonly functions: Record<
-    'api' | 'apiStream' | 'provision' | 'terminate' | 'sweep' | 'reconcile' | 'poolRefresh',
-    ControlPlaneFunction
-  >;
+  readonly functions: Record<FunctionName, ControlPlaneFunction>;
   readonly api: PublicApi;
   readonly adminKey: Secret;
   readonly eventBus: EventBus;
@@ -53,6 +53,8 @@ export class ControlPlaneStack extends Stack {
   constructor(scope: Construct, id: string, props: ControlPlaneStackProps) {
     super(scope, id, props);
     const settings = queueSettings(props.config);
+    // The same timeouts the local runtime enforces (lib/limits.ts).
+    const timeouts = functionTimeouts(props.config);
     this.table = new StateTable(this, 'State', { retain: props.retainData ?? true });
     this.queues = new WorkQueues(this, 'WorkQueues', { settings });
     // Lifecycle events (docs/events.md): published by whichever function links audit records.
@@ -70,6 +72,7 @@ export class ControlPlaneStack extends Stack {
       [env.eventBusName]: this.eventBus.eventBusName,
       [env.provisionQueueUrl]: this.queues.provision.queue.queueUrl,
       [env.terminateQueueUrl]: this.queues.terminate.queue.queueUrl,
+      [env.operationsQueueUrl]: this.queues.operations.queue.queueUrl,
     };
     const fn = (
       entry: string,
@@ -87,24 +90,29 @@ export class ControlPlaneStack extends Stack {
         ...(reservedConcurrentExecutions !== undefined && { reservedConcurrentExecutions }),
       });
     this.functions = {
-      api: fn('api', 30, { [env.adminKeySecretArn]: adminKey.secretArn }),
+      api: fn('api', timeouts.api, { [env.adminKeySecretArn]: adminKey.secretArn }),
       // The streamed exec route: API Gateway streams for up to 15 minutes.
-      apiStream: fn('api', 900, { [env.adminKeySecretArn]: adminKey.secretArn }, undefined, {
+      apiStream: fn('api', timeouts.apiStream, { [env.adminKeySecretArn]: adminKey.secretArn }, undefined, {
         id: 'ApiStream',
         name: 'streamHandler',
       }),
-      provision: fn('provision', settings.provision.workerTimeoutSeconds),
-      terminate: fn('terminate', settings.terminate.workerTimeoutSeconds),
-      sweep: fn('sweep', 300, {
+      provision: fn('provision', timeouts.provision),
+      terminate: fn('terminate', timeouts.terminate),
+      operations: fn('operations', timeouts.operations),
+      sweep: fn('sweep', timeouts.sweep, {
         [env.provisionDlqUrl]: this.queues.provision.deadLetterQueue.queueUrl,
         [env.terminateDlqUrl]: this.queues.terminate.deadLetterQueue.queueUrl,
+        [env.operationsDlqUrl]: this.queues.operations.deadLetterQueue.queueUrl,
       }),
       // A singleton: reserved concurrency 1, and the lease it takes in the table besides.
-      reconcile: fn('reconcile', 300, {}, 1),
-      // Probes run in parallel, each bounded by its own timeout: a minute is ample.
-      poolRefresh: fn('pool-refresh', 60, {}, undefined, { id: 'PoolRefresh', name: 'handler' }),
+      reconcile: fn('reconcile', timeouts.reconcile, {}, 1),
+      poolRefresh: fn('pool-refresh', timeouts.poolRefresh, {}, undefined, {
+        id: 'PoolRefresh',
+        name: 'handler',
+      }),
     };
-    const { api, apiStream, provision, terminate, sweep, reconcile, poolRefresh } = this.functions;
+    const { api, apiStream, provision, terminate, operations, sweep, reconcile, poolRefresh } =
+      this.functions;
 
     // Least privilege: each function gets exactly what it uses.
     for (const each of Object.values(this.functions)) {
@@ -116,9 +124,14 @@ export class ControlPlaneStack extends Stack {
       adminKey.grantRead(front);
       this.queues.provision.queue.grantSendMessages(front);
       this.queues.terminate.queue.grantSendMessages(front);
+      this.queues.operations.queue.grantSendMessages(front);
     }
     this.queues.provision.queue.grantSendMessages(sweep.fn);
     this.queues.terminate.queue.grantSendMessages(sweep.fn);
+    this.queues.operations.queue.grantSendMessages(sweep.fn);
+    this.queues.operations.deadLetterQueue.grantConsumeMessages(sweep.fn);
+    // Operations wake queued sandboxes when a stop releases room.
+    this.queues.provision.queue.grantSendMessages(operations.fn);
     this.queues.provision.queue.grantSendMessages(reconcile.fn);
     this.queues.provision.deadLetterQueue.grantConsumeMessages(sweep.fn);
     this.queues.terminate.deadLetterQueue.grantConsumeMessages(sweep.fn);
@@ -135,7 +148,7 @@ export class ControlPlaneStack extends Stack {
         arnFormat: ArnFormat.COLON_RESOURCE_NAME,
       }),
     ];
-    for (const caller of [api, apiStream, provision, terminate, reconcile, poolRefresh]) {
+    for (const caller of [api, apiStream, provision, terminate, operations, reconcile, poolRefresh]) {
       caller.fn.addToRolePolicy(
         new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: credentialArns }),
       );
@@ -156,6 +169,14 @@ export class ControlPlaneStack extends Stack {
       }),
     );
 
+    operations.fn.addEventSource(
+      new SqsEventSource(this.queues.operations.queue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: Math.max(props.operationsConcurrency ?? 5, 2),
+      }),
+    );
+
     this.api = new PublicApi(this, 'PublicApi', { handler: api.fn, streamHandler: apiStream.fn });
     const schedules = new Schedules(this, 'Schedules', {
       sweep: sweep.fn,
@@ -168,6 +189,7 @@ export class ControlPlaneStack extends Stack {
       functions: {
         Provision: provision.fn,
         Terminate: terminate.fn,
+        Operations: operations.fn,
         Sweep: sweep.fn,
         Reconcile: reconcile.fn,
         PoolRefresh: poolRefresh.fn,
@@ -177,6 +199,7 @@ export class ControlPlaneStack extends Stack {
       deadLetterQueues: {
         Provision: this.queues.provision.deadLetterQueue,
         Terminate: this.queues.terminate.deadLetterQueue,
+        Operations: this.queues.operations.deadLetterQueue,
         Schedules: schedules.deadLetterQueue,
       },
       runbookUrl: props.runbookUrl ?? 'https://github.com/differently/differently/blob/main/docs/runbook.md',

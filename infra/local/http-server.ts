@@ -3,9 +3,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import type { ResponseSink } from '../../functions/api.ts';
+import { awsLimits, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 
 /** API Gateway refuses bodies above 10 MB; the local server does the same before reading them whole. */
-export const maxRequestBytes = 10 * 1024 * 1024;
+export const maxRequestBytes = awsLimits.maxRequestBytes;
 
 export type ApiHandler = (event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>;
 
@@ -73,16 +74,11 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
 }
 
 function tooLarge(res: ServerResponse): void {
-  res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
-  res.end(
-    JSON.stringify({
-      error: {
-        code: 'payload_too_large',
-        message: `the request body is larger than the limit of ${maxRequestBytes} bytes`,
-        details: { limitBytes: maxRequestBytes },
-      },
-    }),
-  );
+  res.writeHead(gatewayResponses.requestTooLarge.status, {
+    'content-type': 'application/json',
+    connection: 'close',
+  });
+  res.end(gatewayResponseBody(gatewayResponses.requestTooLarge));
 }
 
 function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEvent {

@@ -2,21 +2,24 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { buildPools } from '../../adapters/registry.ts';
-import { createStreamingApiHandler } from '../../functions/api.ts';
+import type { APIGatewayProxyEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { createApiHandler, createStreamingApiHandler } from '../../functions/api.ts';
+import { createOperationsHandler } from '../../functions/operations.ts';
 import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { createSweepHandler } from '../../functions/sweep.ts';
 import { createTerminateHandler } from '../../functions/terminate.ts';
+import { wireControlPlane } from '../../functions/wiring.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
 import type { AuditEvent } from '../../lib/audit.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
-import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
+import type { ControlPlane } from '../../lib/control-plane.ts';
 import { type EventPublisher, type LifecycleEvent, publishLifecycleEvents } from '../../lib/events.ts';
+import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
-import { type QueueName, workMessageSchema } from '../../lib/queue/port.ts';
+import { type QueueName, queueNames, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
@@ -24,31 +27,44 @@ import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
+import { apiGateway } from './api-gateway.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
+import { FunctionContainers } from './function-containers.ts';
 import { startHttpServer } from './http-server.ts';
 import { SqsPoller } from './sqs-poller.ts';
 import { ScheduleTimer } from './timers.ts';
 
-/** The input the EventBridge schedule sends the sweep (events/sweep-schedule.json). */
-const sweepEvent = { source: 'differently.schedule', task: 'sweep' };
-const reconcileEvent = { source: 'differently.schedule', task: 'reconcile' };
-const poolRefreshEvent = { source: 'differently.schedule', task: 'pool-refresh' };
+/** The inputs the EventBridge schedules send (events/*-schedule.json). */
+const scheduleEvents = {
+  sweep: { source: 'differently.schedule', task: 'sweep' },
+  reconcile: { source: 'differently.schedule', task: 'reconcile' },
+  poolRefresh: { source: 'differently.schedule', task: 'pool-refresh' },
+};
 
 async function localStore(
   options: LocalRuntimeOptions,
   onLinking: (events: AuditEvent[]) => Promise<void>,
-): Promise<{ store: Store; stop(): Promise<void> }> {
-  if ((options.storeKind ?? 'memory') === 'memory')
-    return { store: new MemoryStore({ onLinking }), stop: async () => {} };
+): Promise<{ store: () => Store; stop(): Promise<void> }> {
+  if ((options.storeKind ?? 'memory') === 'memory') {
+    // The memory store stands for the table itself: every container shares it, as they share DynamoDB.
+    const memory = new MemoryStore({ onLinking });
+    return { store: () => memory, stop: async () => {} };
+  }
   const emulator = options.dynamodbEndpoint === undefined ? await startDynamoDbLocal() : undefined;
-  const client = localDynamoDbClient(options.dynamodbEndpoint ?? emulator?.endpoint ?? '');
+  const endpoint = options.dynamodbEndpoint ?? emulator?.endpoint ?? '';
   const tableName = 'differently';
-  await ensureTable(client, tableName);
+  const clients: ReturnType<typeof localDynamoDbClient>[] = [localDynamoDbClient(endpoint)];
+  await ensureTable(clients[0] as ReturnType<typeof localDynamoDbClient>, tableName);
   return {
-    store: new DynamoDbStore({ client: documentClient(client), tableName, onLinking }),
+    // Each container its own client, as each Lambda container constructs its own.
+    store: () => {
+      const client = localDynamoDbClient(endpoint);
+      clients.push(client);
+      return new DynamoDbStore({ client: documentClient(client), tableName, onLinking });
+    },
     async stop() {
-      client.destroy();
+      for (const client of clients) client.destroy();
       await emulator?.stop();
     },
   };
@@ -80,6 +96,8 @@ export function defaultLocalConfig(): Config {
 
 /** What a poller calls: the Lambda handler of an SQS-triggered worker. */
 export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+/** What a timer calls: the Lambda handler of a scheduled function. */
+type ScheduledHandler = (event: unknown) => Promise<unknown>;
 
 export interface LocalRuntimeOptions {
   config?: Config;
@@ -111,13 +129,21 @@ export interface LocalRuntimeOptions {
   wrapWorker?: (queue: QueueName, handler: WorkerHandler) => WorkerHandler;
   /** Seconds between pool probes (every minute on AWS); 0 disables the timer. */
   poolRefreshIntervalSeconds?: number;
+  /** Simulated containers per function (default 2): nothing may rely on two invocations sharing memory. */
+  containers?: number;
 }
 
 export interface LocalRuntime {
   url: string;
   adminKey: string;
+  /**
+   * An operator's handle on the same store, queues and backends (like the AWS console): a control plane
+   * built as a container is, serving no traffic. Tests use it to set up and inspect state.
+   */
   plane: ControlPlane;
   sqs: Awaited<ReturnType<typeof startEmbeddedSqs>>;
+  /** Each function's simulated containers (cold starts, invocations per container). */
+  functions: Record<FunctionName, FunctionContainers<unknown>>;
   /** Stops the worker pollers and starts new ones (the soak's worker restarts). */
   restartWorkers(): Promise<void>;
   /** Every lifecycle event published so far, in order (the test hook). */
@@ -125,9 +151,26 @@ export interface LocalRuntime {
   stop(): Promise<void>;
 }
 
+/** The exec route runs on the response-streaming function, as API Gateway routes it (infra/cdk public-api). */
+function isStreamRoute(event: APIGatewayProxyEvent): boolean {
+  return event.httpMethod === 'POST' && /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path);
+}
+
 /**
- * The whole control plane in one process: the api handler behind an HTTP server that builds API
- * Gateway events, the provision and terminate handlers behind pollers on an embedded SQS server.
+ * The fake adapter is its own backend: one instance per pool, shared by every container, as a real
+ * backend is shared by every Lambda container.
+ */
+function fakeBackends(config: Config): Record<string, ExecutionAdapter> {
+  return Object.fromEntries(
+    config.pools.filter((pool) => pool.adapter === 'fake').map((pool) => [pool.name, new FakeAdapter()]),
+  );
+}
+
+/**
+ * The whole control plane in one process, shaped as on AWS: every function (api, apiStream, the three
+ * workers, the three scheduled ones) runs in its own set of simulated containers, each cold-started by
+ * the same wiring as a Lambda container and sharing nothing with the others but the store, the queues
+ * and the backends. API Gateway's and Lambda's limits (lib/limits.ts) are enforced on every invocation.
  */
 export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const config = options.config ?? defaultLocalConfig();
@@ -138,6 +181,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const sqs = await startEmbeddedSqs({
     provision: { ...settings.provision, ...options.queues?.provision },
     terminate: { ...settings.terminate, ...options.queues?.terminate },
+    operations: { ...settings.operations, ...options.queues?.operations },
   });
   // Lifecycle events: the same ones the bus receives on AWS, written to the log and kept for tests.
   const events: LifecycleEvent[] = [];
@@ -152,71 +196,92 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const backing =
     options.store === undefined
       ? await localStore(options, publishLifecycleEvents(publisher))
-      : { store: options.store, stop: async () => {} };
-  const pools = await buildPools(config, {
-    log,
-    store: backing.store,
-    ...(options.adapters && { adapters: options.adapters }),
-  });
-  const plane = createControlPlane({
-    config,
-    store: backing.store,
-    queue: new SqsWorkQueue(sqs.client, sqs.urls),
-    deadLetters: new SqsDeadLetters(sqs.client, sqs.dlqUrls),
-    pools,
-    log,
-    adminKey,
-    validateResponses: true,
-  });
+      : { store: () => options.store as Store, stop: async () => {} };
+  const backends = { ...fakeBackends(config), ...options.adapters };
+  const coldStart = () =>
+    wireControlPlane({
+      config,
+      store: backing.store(),
+      queue: new SqsWorkQueue(sqs.client, sqs.urls),
+      deadLetters: new SqsDeadLetters(sqs.client, sqs.dlqUrls),
+      log,
+      adminKey,
+      adapters: backends,
+      validateResponses: true,
+    });
+  const plane = await coldStart();
+  const timeouts = functionTimeouts(config);
+  const count = options.containers ?? 2;
+  const containers = <H>(name: FunctionName, build: (plane: ControlPlane) => H) =>
+    new FunctionContainers<H>({
+      name,
+      count,
+      coldStart: async () => build(await coldStart()),
+      timeoutSeconds: timeouts[name],
+      log,
+    });
+  const functions = {
+    api: containers('api', createApiHandler),
+    apiStream: containers('apiStream', createStreamingApiHandler),
+    provision: containers('provision', createProvisionHandler),
+    terminate: containers('terminate', createTerminateHandler),
+    operations: containers('operations', createOperationsHandler),
+    sweep: containers('sweep', createSweepHandler),
+    reconcile: containers('reconcile', createReconcileHandler),
+    poolRefresh: containers('poolRefresh', createPoolRefreshHandler),
+  };
   const workers = options.wrapWorker ?? ((_queue: QueueName, handler: WorkerHandler) => handler);
-  const makePollers = () => [
-    new SqsPoller({
-      client: sqs.client,
-      queueUrl: sqs.urls.provision,
-      queueArn: sqs.arns.provision,
-      handler: workers('provision', createProvisionHandler(plane)),
-      log,
-      groupOf: orgOfWorkMessage,
-      ...(options.pollerHoldCapacity !== undefined && { holdCapacity: options.pollerHoldCapacity }),
-    }),
-    new SqsPoller({
-      client: sqs.client,
-      queueUrl: sqs.urls.terminate,
-      queueArn: sqs.arns.terminate,
-      handler: workers('terminate', createTerminateHandler(plane)),
-      log,
-    }),
-  ];
+  const workerFunctions: Record<QueueName, FunctionContainers<WorkerHandler>> = {
+    provision: functions.provision,
+    terminate: functions.terminate,
+    operations: functions.operations,
+  };
+  const invokeWorker = (queue: QueueName): WorkerHandler =>
+    workers(queue, (event) => workerFunctions[queue].invoke((handler) => handler(event)));
+  const makePollers = () =>
+    queueNames.map(
+      (queue) =>
+        new SqsPoller({
+          client: sqs.client,
+          queueUrl: sqs.urls[queue],
+          queueArn: sqs.arns[queue],
+          handler: invokeWorker(queue),
+          log,
+          ...(queue === 'provision' && { groupOf: orgOfWorkMessage }),
+          ...(queue === 'provision' &&
+            options.pollerHoldCapacity !== undefined && { holdCapacity: options.pollerHoldCapacity }),
+        }),
+    );
   let pollers = makePollers();
   for (const poller of pollers) poller.start();
   const timers: ScheduleTimer[] = [];
-  const sweepSeconds = options.sweepIntervalSeconds ?? 30;
-  if (sweepSeconds > 0) {
-    const sweepHandler = createSweepHandler(plane);
-    timers.push(new ScheduleTimer('sweep', sweepSeconds * 1000, () => sweepHandler(sweepEvent), log));
-  }
-  const refreshSeconds = options.poolRefreshIntervalSeconds ?? 5;
-  if (refreshSeconds > 0) {
-    const refreshHandler = createPoolRefreshHandler(plane);
+  const scheduled: Record<'sweep' | 'reconcile' | 'poolRefresh', FunctionContainers<ScheduledHandler>> = {
+    sweep: functions.sweep,
+    reconcile: functions.reconcile,
+    poolRefresh: functions.poolRefresh,
+  };
+  const schedule = (name: keyof typeof scheduled, seconds: number) => {
+    if (seconds <= 0) return;
+    const event = scheduleEvents[name];
     timers.push(
-      new ScheduleTimer('pool-refresh', refreshSeconds * 1000, () => refreshHandler(poolRefreshEvent), log),
+      new ScheduleTimer(name, seconds * 1000, () => scheduled[name].invoke((handler) => handler(event)), log),
     );
-  }
-  const reconcileSeconds = options.reconcileIntervalSeconds ?? 30;
-  if (reconcileSeconds > 0) {
-    const reconcileHandler = createReconcileHandler(plane);
-    timers.push(
-      new ScheduleTimer('reconcile', reconcileSeconds * 1000, () => reconcileHandler(reconcileEvent), log),
-    );
-  }
+  };
+  schedule('sweep', options.sweepIntervalSeconds ?? 30);
+  schedule('poolRefresh', options.poolRefreshIntervalSeconds ?? 5);
+  schedule('reconcile', options.reconcileIntervalSeconds ?? 30);
   for (const timer of timers) timer.start();
-  const http = await startHttpServer(createStreamingApiHandler(plane), options.port ?? 0);
+  const http = await startHttpServer(
+    apiGateway({ buffered: functions.api, streaming: functions.apiStream, isStreamRoute, log }),
+    options.port ?? 0,
+  );
   return {
     url: http.url,
     adminKey,
     plane,
     sqs,
     events,
+    functions: functions as Record<FunctionName, FunctionContainers<unknown>>,
     async restartWorkers() {
       // As after a crash: messages a poller held but had not dispatched come back after their visibility timeout.
       await Promise.all(pollers.map((poller) => poller.stop()));

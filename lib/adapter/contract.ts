@@ -96,6 +96,20 @@ export interface CreateRequest {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /**
+   * Epoch milliseconds by which the caller needs an answer (the scheduler's provision timeout). An adapter
+   * that waits on the backend (readiness, polling) ends its wait before it with its own verdict, so the
+   * caller's abort never has to speak for the backend.
+   */
+  deadline?: number;
+}
+
+export interface ExecOptions extends CallOptions {
+  /**
+   * Keep at most this many bytes of each of stdout and stderr (the rest is dropped and `truncated` set).
+   * An adapter that collects output stops buffering here; the control plane bounds every result too.
+   */
+  maxOutputBytes?: number;
 }
 
 export interface ExecutionAdapter {
@@ -112,7 +126,7 @@ export interface ExecutionAdapter {
   /** Idempotent: deleting a missing instance succeeds. */
   delete(ref: string, opts?: CallOptions): Promise<void>;
   /** A non-zero exit is a result, not an error. */
-  exec(ref: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult>;
+  exec(ref: string, req: ExecRequest, opts?: ExecOptions): Promise<ExecResult>;
 }
 
 export interface ExecEvent {
@@ -155,8 +169,16 @@ export interface Pauser {
   pause(ref: string, opts?: CallOptions): Promise<void>;
   resume(ref: string, opts?: CallOptions): Promise<void>;
 }
+export interface SnapshotOptions extends CallOptions {
+  /**
+   * The control plane's snapshot id. A backend that can name snapshots uses it so that a repeated call
+   * (a worker retried after a crash) finds the snapshot the first call made instead of taking another.
+   */
+  id?: string;
+}
+
 export interface Snapshotter {
-  snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo>;
+  snapshot(ref: string, kind: 'disk' | 'memory', opts?: SnapshotOptions): Promise<SnapshotInfo>;
   deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void>;
 }
 /**

@@ -69,17 +69,21 @@ function parseLabelFilter(filter: string | undefined): Record<string, string> | 
 /** A snapshot as tenants see it: the backend's ref stays inside. */
 function publicSnapshot(snapshot: SnapshotRecord) {
   const { backendRef: _backendRef, ...visible } = snapshot;
-  return visible;
+  return { ...visible, updatedAt: snapshot.updatedAt ?? snapshot.createdAt };
 }
 
+const longer = '; 202 with the transitional status when the backend needs longer than the API waits';
 const lifecycleActions = [
-  { action: 'stop', summary: 'Stop a running sandbox: its disk stays; cpu and memory leave quota usage' },
+  {
+    action: 'stop',
+    summary: `Stop a running sandbox: its disk stays; cpu and memory leave quota usage${longer}`,
+  },
   {
     action: 'start',
-    summary: 'Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)',
+    summary: `Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)${longer}`,
   },
-  { action: 'pause', summary: 'Pause a running sandbox with its memory kept' },
-  { action: 'resume', summary: 'Resume a paused sandbox' },
+  { action: 'pause', summary: `Pause a running sandbox with its memory kept${longer}` },
+  { action: 'resume', summary: `Resume a paused sandbox${longer}` },
 ] as const;
 
 const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1']).optional() });
@@ -332,15 +336,18 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
         params: sandboxParams,
         responses: {
           200: sandboxSchema,
+          202: sandboxSchema,
           404: errorSchema,
           409: errorSchema,
           429: errorSchema,
           501: errorSchema,
+          503: errorSchema,
         },
-        handle: async ({ principal, params }) => ({
-          status: 200,
-          body: await operations.lifecycle(requireOrg(principal), params.id, action),
-        }),
+        handle: async ({ principal, params }) => {
+          const { value, pending } = await operations.lifecycle(requireOrg(principal), params.id, action);
+          // 202: the backend needs longer than the API waits; the record is in its transitional status.
+          return { status: pending ? 202 : 200, body: value };
+        },
       }),
     ),
     route({
@@ -391,21 +398,24 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'POST',
       path: '/v1/sandboxes/{id}/snapshots',
-      summary: 'Snapshot a running, stopped or paused sandbox (counted against maxSnapshots)',
+      summary:
+        'Snapshot a running, stopped or paused sandbox (counted against maxSnapshots): 201 when taken within the wait, 202 while still creating',
       auth: 'org',
       params: sandboxParams,
       body: snapshotRequestSchema,
       responses: {
         201: snapshotSchema,
+        202: snapshotSchema,
         404: errorSchema,
         409: errorSchema,
         429: errorSchema,
         501: errorSchema,
+        503: errorSchema,
       },
-      handle: async ({ principal, params, body }) => ({
-        status: 201,
-        body: publicSnapshot(await operations.snapshot(requireOrg(principal), params.id, body.kind)),
-      }),
+      handle: async ({ principal, params, body }) => {
+        const { value, pending } = await operations.snapshot(requireOrg(principal), params.id, body.kind);
+        return { status: pending ? 202 : 201, body: publicSnapshot(value) };
+      },
     }),
     route({
       method: 'GET',
@@ -438,7 +448,7 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
         'Delete a snapshot (its record always; the backend snapshot when reachable, else named as left behind)',
       auth: 'org',
       params: snapshotParams,
-      responses: { 200: snapshotDeletedSchema, 404: errorSchema },
+      responses: { 200: snapshotDeletedSchema, 404: errorSchema, 409: errorSchema },
       handle: async ({ principal, params }) => ({
         status: 200,
         body: await operations.deleteSnapshot(requireOrg(principal), params.id),

@@ -7,7 +7,8 @@ import type { Pool, PoolRegistry } from '../pools.ts';
  * can reach it under the policy in force. Tenants read it to decide what to send where.
  */
 export async function trustReport(pools: PoolRegistry, config: Config, now = new Date()) {
-  await pools.sync();
+  // Read fresh (three reads): a report must not show another container's cached pools or policy.
+  await pools.sync(true);
   const policy = pools.policy();
   const receives = (pool: Pool) =>
     pool.config.trust === 'private' ||

@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { lifecycleActions } from '../schemas/operations.ts';
 
-export const queueNames = ['provision', 'terminate'] as const;
+export const queueNames = ['provision', 'terminate', 'operations'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 /** A message only says "look at sandbox X": the record in the store is the truth. */
@@ -13,6 +14,10 @@ export const workMessageSchema = z.strictObject({
    * multiply the messages of one sandbox.
    */
   wake: z.literal(true).optional(),
+  /** On the operations queue: the lifecycle call to finish (the record's transitional status says it too). */
+  operation: z.enum(lifecycleActions).optional(),
+  /** On the operations queue: the snapshot record (status creating) to take on the backend. */
+  snapshotId: z.string().min(1).max(64).optional(),
 });
 export type WorkMessage = z.infer<typeof workMessageSchema>;
 

@@ -46,5 +46,7 @@ export function queueSettings(config: Config): Record<QueueName, QueueSettings> 
   return {
     provision: settings(config.scheduler.provisionTimeoutSeconds, 1000),
     terminate: settings(config.scheduler.terminateTimeoutSeconds, 100),
+    // An operation retries only while its backend is unavailable (a few times); past that it settles.
+    operations: settings(config.scheduler.operationTimeoutSeconds, 10),
   };
 }

@@ -70,13 +70,11 @@ export async function rankPools(
   deps: { pools: PoolRegistry; store: Store; config: Config },
   now = Date.now(),
 ): Promise<RankedPools> {
-  await deps.pools.sync();
-  let { states, placement } = await placeNow(record, deps, now);
-  if (placement.verdict.kind === 'unsupported' || placement.verdict.kind === 'never') {
-    // Before failing a sandbox for good: pools or the policy may have changed elsewhere moments ago.
-    await deps.pools.sync(true);
-    ({ states, placement } = await placeNow(record, deps, now));
-  }
+  // Fresh, whichever container this is: a policy or pool changed through another container moments ago
+  // must rule this placement (an external pool just disallowed must not receive work), and so must a
+  // pool another container marked down. One round trip (pools, views and policy read in parallel).
+  await deps.pools.sync(true);
+  const { states, placement } = await placeNow(record, deps, now);
   const byName = new Map(states.map((s) => [s.pool.config.name, s.pool]));
   const candidates = placement.ranked.flatMap((state) => {
     const pool = byName.get(state.config.name);

@@ -44,6 +44,8 @@ async function probe(deps: PoolRefreshDeps, pool: Pool, timeoutMs: number): Prom
       capabilities: null,
       capacity: null,
       refreshedAt,
+      downSince: null,
+      downReason: null,
     };
   }
   const [capabilities, health, capacity] = await Promise.allSettled([
@@ -69,7 +71,10 @@ async function probe(deps: PoolRefreshDeps, pool: Pool, timeoutMs: number): Prom
     reason: problems.length === 0 ? null : problems.join('; '),
     capabilities: declared,
     capacity: capacity.status === 'fulfilled' ? capacity.value : (previous?.capacity ?? null),
+    // refreshedAt is when the probe started: a down mark made while it ran stays in force.
     refreshedAt,
+    downSince: null,
+    downReason: null,
   };
 }
 

@@ -20,8 +20,6 @@ export interface ProvisionDeps {
   now?: () => Date;
 }
 
-/** How long a pool stays unhealthy after a provider_unavailable, until pool-refresh probes it again. */
-const unhealthyForMs = 30_000;
 const system = 'system';
 
 /**
@@ -75,6 +73,7 @@ async function provisionOnce(
     return done;
   }
 
+  // rankPools reads pools, views (health, down marks) and the policy fresh from the store.
   const ranked = await rankPools(record, deps, now().getTime());
   // A sandbox already provisioning on a pool keeps that pool first: its Create may have succeeded.
   const candidates =
@@ -213,9 +212,26 @@ async function createOn(
       );
       return { kind: 'result', result: done };
     }
+    if (snapshot.status === 'failed') {
+      await transitionSandbox(
+        deps.store,
+        record,
+        'failed',
+        { statusMessage: `snapshot ${snapshot.id} failed: ${snapshot.statusMessage ?? 'no reason given'}` },
+        { now: now(), actor: system },
+      );
+      return { kind: 'result', result: done };
+    }
+    if (snapshot.status === 'creating') {
+      // A fork's child waits for its snapshot (uncounted), giving its reservation back meanwhile.
+      await wait(deps, record, `waiting for snapshot ${snapshot.id} to be ready`);
+      return { kind: 'result', result: retryAfter(2) };
+    }
     fromSnapshot = snapshot.backendRef;
   }
   let ref: string;
+  const timeoutMs = deps.config.scheduler.provisionTimeoutSeconds * 1000;
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
     const instance = await adapter.create(
       {
@@ -234,11 +250,13 @@ async function createOn(
         ttlSeconds: record.ttlSeconds,
         ...(fromSnapshot !== undefined && { fromSnapshot }),
       },
-      { signal: AbortSignal.timeout(deps.config.scheduler.provisionTimeoutSeconds * 1000) },
+      // The adapter's own waits end a few seconds before the scheduler gives up on the call.
+      { signal, deadline: Date.now() + timeoutMs - Math.min(5000, timeoutMs / 10) },
     );
     ref = instance.ref;
   } catch (error) {
-    const code = isApiError(error) ? error.code : 'internal';
+    // Our own timeout is not the backend being down: the attempt is counted, the pool stays healthy.
+    const code = signal.aborted ? 'sandbox_failed' : isApiError(error) ? error.code : 'internal';
     const reason = error instanceof Error ? error.message : String(error);
     deps.log.warn('adapter create failed', { ...context, code, error: describeError(error) });
     switch (code) {
@@ -262,8 +280,9 @@ async function createOn(
           result: await countAttempt(deps, record, `sandbox failed on ${name}: ${reason}`),
         };
       default:
-        // provider_unavailable and anything unexpected: the pool is down until it is probed again.
-        deps.pools.markUnhealthy(name, unhealthyForMs);
+        // provider_unavailable and anything unexpected: the pool is down, for every container, until a
+        // probe started after this succeeds.
+        await deps.pools.markDown(name, reason);
         return {
           kind: 'result',
           result: await countAttempt(deps, record, `pool ${name} unavailable: ${reason}`),

@@ -3,9 +3,10 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { type DeadLetterSource, type QueueName, type WorkQueue, workMessageSchema } from '../queue/port.ts';
 import { transitionSandbox } from '../sandbox-records.ts';
-import type { SandboxStatus } from '../sandbox-state.ts';
+import { type SandboxStatus, transitionalStatuses } from '../sandbox-state.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import { abandonOperation, actionOf } from './operations.ts';
 import { wakeWaiters } from './wake.ts';
 
 export interface SweepDeps {
@@ -28,6 +29,10 @@ export interface SweepReport {
   deadLetteredProvisions: number;
   /** Terminate messages found dead-lettered: sent again, a termination must finish. */
   deadLetteredTerminations: number;
+  /** Lifecycle calls idle in their transitional status past the operation timeout: sent to the worker again. */
+  requeuedOperations: number;
+  /** Operation messages found dead-lettered: the call undone (lifecycle) or the snapshot failed. */
+  deadLetteredOperations: number;
   /** Changes skipped because the sandbox changed under the sweep (the next pass looks again). */
   skipped: number;
 }
@@ -47,6 +52,8 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     requeuedTerminations: 0,
     deadLetteredProvisions: 0,
     deadLetteredTerminations: 0,
+    requeuedOperations: 0,
+    deadLetteredOperations: 0,
     skipped: 0,
   };
 
@@ -96,6 +103,28 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     },
     report,
   );
+
+  // A transitional status outlasting the worker's own limit lost its message (the API stopped between
+  // writing the record and queueing it): the worker is asked again, and its call is idempotent.
+  const { operationTimeoutSeconds, lostMessageSeconds } = deps.config.scheduler;
+  const idleBefore = new Date(now.getTime() - (operationTimeoutSeconds + lostMessageSeconds) * 1000);
+  for (const status of transitionalStatuses) {
+    await forEachDue(
+      deps,
+      status,
+      idleBefore,
+      async (record) => {
+        await touch(deps, record, now);
+        await deps.queue.send('operations', {
+          sandboxId: record.id,
+          orgId: record.orgId,
+          ...(actionOf(record.status) !== undefined && { operation: actionOf(record.status) }),
+        });
+        report.requeuedOperations++;
+      },
+      report,
+    );
+  }
 
   if (deps.deadLetters !== undefined) await drainDeadLetters(deps, deps.deadLetters, now, report);
   await linkPendingAudit(deps);
@@ -147,7 +176,7 @@ async function send(deps: SweepDeps, queue: QueueName, record: SandboxRecord): P
 }
 
 async function drainDeadLetters(deps: SweepDeps, source: DeadLetterSource, now: Date, report: SweepReport) {
-  for (const queue of ['provision', 'terminate'] as const) {
+  for (const queue of ['provision', 'terminate', 'operations'] as const) {
     for (let batch = 0; batch < 10; batch++) {
       const letters = await source.receive(queue, 10);
       if (letters.length === 0) break;
@@ -163,7 +192,13 @@ async function drainDeadLetters(deps: SweepDeps, source: DeadLetterSource, now: 
         }
         const record = await deps.store.getSandbox(parsed.data.orgId, parsed.data.sandboxId);
         try {
-          if (queue === 'provision' && (record?.status === 'queued' || record?.status === 'provisioning')) {
+          if (queue === 'operations') {
+            await abandonOperation(deps, parsed.data);
+            report.deadLetteredOperations++;
+          } else if (
+            queue === 'provision' &&
+            (record?.status === 'queued' || record?.status === 'provisioning')
+          ) {
             await transitionSandbox(
               deps.store,
               record,

@@ -15,6 +15,10 @@ export const fileListSchema = z.object({ items: z.array(fileInfoSchema) });
 
 export const snapshotRequestSchema = z.strictObject({ kind: z.enum(['disk', 'memory']).default('disk') });
 
+/** creating (the operations worker takes it on the backend), then ready, or failed with the reason. */
+export const snapshotStatuses = ['creating', 'ready', 'failed'] as const;
+export type SnapshotStatus = (typeof snapshotStatuses)[number];
+
 export const snapshotSchema = z.object({
   id: z.string(),
   orgId: z.string(),
@@ -23,9 +27,29 @@ export const snapshotSchema = z.object({
   pool: z.string(),
   kind: z.enum(['disk', 'memory']),
   sizeBytes: z.number(),
-  status: z.enum(['ready']),
+  status: z.enum(snapshotStatuses),
+  statusMessage: z.string().nullable(),
   createdAt: z.string(),
+  updatedAt: z.string(),
 });
+
+/** The lifecycle calls a tenant makes; the worker finishes them when the backend needs longer. */
+export const lifecycleActions = ['stop', 'start', 'pause', 'resume'] as const;
+export type LifecycleAction = (typeof lifecycleActions)[number];
+
+/**
+ * The last lifecycle operation asked of a sandbox and how it ended: pending while the record is in a
+ * transitional status, then succeeded, or failed with the backend's code and message (the record is
+ * back in the status it had).
+ */
+export const sandboxOperationSchema = z.object({
+  action: z.enum(lifecycleActions),
+  state: z.enum(['pending', 'succeeded', 'failed']),
+  requestedAt: z.string(),
+  settledAt: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+});
+export type SandboxOperation = z.infer<typeof sandboxOperationSchema>;
 
 export const snapshotParams = z.strictObject({
   id: z.string().regex(idPattern('snapshot'), 'a snapshot id (snp_...)'),

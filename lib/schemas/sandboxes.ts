@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sandboxStatuses } from '../sandbox-state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
+import { sandboxOperationSchema } from './operations.ts';
 
 const resourceFields = {
   cpu: z.number().positive().max(256),
@@ -85,6 +86,8 @@ export const sandboxSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   expiresAt: z.string().nullable(),
+  /** The last stop, start, pause or resume and how it ended (null before the first). */
+  operation: sandboxOperationSchema.nullable(),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 

@@ -15,18 +15,22 @@ import {
   type PageRequest,
   type SandboxFilter,
   type SandboxPatch,
+  type SnapshotSettlement,
   type Store,
+  snapshotHoldsSlot,
   type UpdateSandboxOptions,
 } from './port.ts';
-import type {
-  KeyRecord,
-  OrgRecord,
-  PlacementPolicy,
-  PoolRecord,
-  PoolView,
-  ProjectRecord,
-  SandboxRecord,
-  SnapshotRecord,
+import {
+  type KeyRecord,
+  type OrgRecord,
+  type PlacementPolicy,
+  type PoolDownMark,
+  type PoolRecord,
+  type PoolView,
+  type ProjectRecord,
+  type SandboxRecord,
+  type SnapshotRecord,
+  withDownMarks,
 } from './records.ts';
 
 interface IdempotencyRecord {
@@ -53,6 +57,7 @@ export class MemoryStore implements Store {
   readonly #idempotency = new Map<string, IdempotencyRecord>();
   readonly #leases = new Map<string, { owner: string; until: string }>();
   readonly #snapshots = new Map<string, SnapshotRecord>();
+  readonly #poolDownMarks = new Map<string, PoolDownMark>();
   readonly #projects = new Map<string, ProjectRecord>();
   readonly #pools = new Map<string, PoolRecord>();
   readonly #poolViews = new Map<string, PoolView>();
@@ -162,15 +167,22 @@ export class MemoryStore implements Store {
   async deletePool(name: string, audit: AuditInput): Promise<void> {
     if (!this.#pools.delete(name)) throw errors.notFound('pool', name);
     this.#poolViews.delete(name);
+    this.#poolDownMarks.delete(name);
     this.#append(installationChain, audit);
   }
 
   async putPoolView(view: PoolView): Promise<void> {
-    this.#poolViews.set(view.pool, structuredClone(view));
+    const { downSince: _since, downReason: _reason, ...probed } = view;
+    this.#poolViews.set(view.pool, structuredClone({ ...probed, downSince: null, downReason: null }));
+  }
+
+  async markPoolDown(pool: string, at: string, reason: string): Promise<void> {
+    const known = this.#poolDownMarks.get(pool);
+    if (known === undefined || known.at < at) this.#poolDownMarks.set(pool, { pool, at, reason });
   }
 
   async listPoolViews(): Promise<PoolView[]> {
-    return [...this.#poolViews.values()].map((view) => structuredClone(view));
+    return structuredClone(withDownMarks([...this.#poolViews.values()], this.#poolDownMarks));
   }
 
   async getPolicy(): Promise<PlacementPolicy | undefined> {
@@ -316,11 +328,32 @@ export class MemoryStore implements Store {
     );
   }
 
+  async settleSnapshot(
+    current: SnapshotRecord,
+    patch: SnapshotSettlement,
+    audit: AuditInput,
+  ): Promise<SnapshotRecord> {
+    const stored = this.#snapshots.get(current.id);
+    if (stored === undefined || stored.orgId !== current.orgId) throw errors.notFound('snapshot', current.id);
+    if (stored.status !== 'creating') {
+      throw errors.conflict(`snapshot ${current.id} is ${stored.status}, no longer creating`);
+    }
+    const next: SnapshotRecord = { ...stored, ...structuredClone(patch) };
+    if (patch.status === 'failed') {
+      const usage = this.#usage.get(current.orgId) ?? { ...zeroUsage };
+      this.#usage.set(current.orgId, { ...usage, snapshots: usage.snapshots - 1 });
+    }
+    this.#snapshots.set(next.id, next);
+    this.#append(next.orgId, audit);
+    return structuredClone(next);
+  }
+
   async deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord> {
     const snapshot = this.#snapshots.get(id);
     if (snapshot === undefined || snapshot.orgId !== orgId) throw errors.notFound('snapshot', id);
     const usage = this.#usage.get(orgId) ?? { ...zeroUsage };
-    this.#usage.set(orgId, { ...usage, snapshots: usage.snapshots - 1 });
+    // A failed snapshot gave its slot back when it failed.
+    if (snapshotHoldsSlot(snapshot)) this.#usage.set(orgId, { ...usage, snapshots: usage.snapshots - 1 });
     this.#snapshots.delete(id);
     this.#append(orgId, audit);
     return structuredClone(snapshot);

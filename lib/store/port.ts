@@ -94,7 +94,14 @@ export interface Store {
   getPool(name: string): Promise<PoolRecord | undefined>;
   listPools(): Promise<PoolRecord[]>;
   deletePool(name: string, audit: AuditInput): Promise<void>;
+  /** Stores a probe's view; the pool's down mark is kept apart and never overwritten by it. */
   putPoolView(view: PoolView): Promise<void>;
+  /**
+   * An adapter error said the pool's backend is down (provider_unavailable): every container sees the pool
+   * unhealthy from its next sync until a probe that started after `at` succeeds. Marks only move forward.
+   */
+  markPoolDown(pool: string, at: string, reason: string): Promise<void>;
+  /** Every probed view, with the pool's latest down mark folded in (downSince, downReason). */
   listPoolViews(): Promise<PoolView[]>;
   getPolicy(): Promise<PlacementPolicy | undefined>;
   putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void>;
@@ -134,7 +141,16 @@ export interface Store {
   createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void>;
   getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined>;
   listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>>;
-  /** Removes the record and gives its slot back in the same write; a missing one is not_found. */
+  /**
+   * Ends a snapshot's creation: ready with its backend ref, or failed (its slot given back in the same
+   * write). Conditional on the record still being creating: otherwise conflict (not_found if deleted).
+   */
+  settleSnapshot(
+    current: SnapshotRecord,
+    patch: SnapshotSettlement,
+    audit: AuditInput,
+  ): Promise<SnapshotRecord>;
+  /** Removes the record and gives its slot back in the same write (unless it failed); a missing one is not_found. */
   deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord>;
 
   appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent>;
@@ -152,6 +168,15 @@ export interface Store {
   listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;
 }
 
+/** How a snapshot's creation ends. */
+export type SnapshotSettlement = Pick<SnapshotRecord, 'status' | 'statusMessage' | 'updatedAt'> &
+  Partial<Pick<SnapshotRecord, 'backendRef' | 'sizeBytes' | 'kind'>>;
+
+/** Whether a snapshot holds one of its org's maxSnapshots: creating and ready ones do, failed ones not. */
+export function snapshotHoldsSlot(snapshot: Pick<SnapshotRecord, 'status'>): boolean {
+  return snapshot.status !== 'failed';
+}
+
 /** Statuses the status index holds; terminal ones leave it so it only grows with live work. */
 export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
   'queued',
@@ -159,12 +184,16 @@ export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
   'running',
   'stopped',
   'paused',
+  'stopping',
+  'starting',
+  'pausing',
+  'resuming',
   'terminating',
 ]);
 
 /**
  * When a live sandbox next needs the sweep's attention: its expiry while it holds an instance (running,
- * stopped, paused), otherwise its last update (a queued or terminating sandbox idle too long).
+ * stopped, paused), otherwise its last update (a queued, transitional or terminating sandbox idle too long).
  */
 export function dueTimeOf(record: Pick<SandboxRecord, 'status' | 'expiresAt' | 'updatedAt'>): string {
   const holds = record.status === 'running' || record.status === 'stopped' || record.status === 'paused';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { poolConfigSchema } from '../config.ts';
 import { sandboxStatuses } from '../sandbox-state.ts';
+import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
 import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
 
@@ -77,8 +78,40 @@ export const poolViewSchema = z.object({
   capabilities: capabilitiesSchema.nullable(),
   capacity: capacitySchema.nullable(),
   refreshedAt: z.string(),
+  /**
+   * When an adapter error last said the backend is down (any container's worker or API call), and why.
+   * The pool is unhealthy until a probe that started after it succeeds (lib/pools.ts).
+   */
+  downSince: z.string().nullable().default(null),
+  downReason: z.string().nullable().default(null),
 });
 export type PoolView = z.infer<typeof poolViewSchema>;
+
+/** The down mark as stored, apart from the probe's view so neither write overwrites the other. */
+export const poolDownMarkSchema = z.object({ pool: z.string(), at: z.string(), reason: z.string() });
+export type PoolDownMark = z.infer<typeof poolDownMarkSchema>;
+
+/** Views with their pools' down marks folded in; a mark on a pool never probed yet makes a view of its own. */
+export function withDownMarks(views: PoolView[], marks: Map<string, PoolDownMark>): PoolView[] {
+  const merged = views.map((view) => {
+    const mark = marks.get(view.pool);
+    return mark === undefined ? view : { ...view, downSince: mark.at, downReason: mark.reason };
+  });
+  for (const mark of marks.values()) {
+    if (views.some((view) => view.pool === mark.pool)) continue;
+    merged.push({
+      pool: mark.pool,
+      healthy: true,
+      reason: null,
+      capabilities: null,
+      capacity: null,
+      refreshedAt: new Date(0).toISOString(),
+      downSince: mark.at,
+      downReason: mark.reason,
+    });
+  }
+  return merged;
+}
 
 export { type PlacementPolicy, placementPolicySchema } from '../config.ts';
 
@@ -110,6 +143,8 @@ export const sandboxRecordSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   expiresAt: z.string().nullable(),
+  /** The last lifecycle operation (records written before operations were asynchronous have none). */
+  operation: sandboxOperationSchema.nullable().default(null),
 });
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
@@ -121,11 +156,15 @@ export const snapshotRecordSchema = z.object({
   sandboxId: z.string(),
   /** Restores are pinned to this pool: snapshots are not portable between backends. */
   pool: z.string(),
+  /** The backend's ref; empty until the snapshot is ready. */
   backendRef: z.string(),
   kind: z.enum(['disk', 'memory']),
   sizeBytes: z.number(),
-  status: z.enum(['ready']),
+  status: z.enum(snapshotStatuses),
+  statusMessage: z.string().nullable().default(null),
   createdAt: z.string(),
+  /** Records written before snapshots were asynchronous have none: their creation time stands in. */
+  updatedAt: z.string().optional(),
 });
 export type SnapshotRecord = z.infer<typeof snapshotRecordSchema>;
 

@@ -134,16 +134,25 @@ describe('sandbox operations over HTTP', () => {
     }
   });
 
-  it('a snapshot the backend fails leaves no record and no quota held; a lost backend on delete is named', async () => {
+  it('a snapshot the backend fails is answered as the error, stays listed as failed and holds no quota; a lost backend on delete is named', async () => {
     const s = await running('fake');
     const usage = async () => (await runtime.plane.store.getUsage(s.orgId)).snapshots;
     const before = await usage();
     fake.inject('snapshot', { error: errors.sandboxFailed('disk full') });
-    expectError(await api.post(`/v1/sandboxes/${s.id}/snapshots`, key, {}), 503, 'provider_unavailable');
+    const refused = await api.post(`/v1/sandboxes/${s.id}/snapshots`, key, {});
+    expectError(refused, 503, 'provider_unavailable');
+    expect(JSON.stringify(refused.body)).toContain('disk full');
     expect(await usage()).toBe(before);
-    expect(
-      z.object({ items: z.array(z.unknown()) }).parse((await api.get('/v1/snapshots', key)).body).items,
-    ).toEqual([]);
+    const listed = z
+      .object({ items: z.array(snapshotSchema) })
+      .parse((await api.get('/v1/snapshots', key)).body).items;
+    expect(listed.map((item) => [item.status, item.statusMessage])).toEqual([
+      ['failed', 'the backend refused the snapshot: disk full'],
+    ]);
+    // Deleting a failed snapshot removes its record; there was nothing on the backend and no slot to free.
+    const failedId = listed[0]?.id ?? '';
+    expect((await api.delete(`/v1/snapshots/${failedId}`, key)).body).toMatchObject({ deleted: true });
+    expect(await usage()).toBe(before);
 
     const snap = snapshotSchema.parse((await api.post(`/v1/sandboxes/${s.id}/snapshots`, key, {})).body);
     const held = fake.snapshotCount();

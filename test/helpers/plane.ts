@@ -5,16 +5,20 @@ import { parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import type { QueueName, SendOptions, WorkMessage, WorkQueue } from '../../lib/queue/port.ts';
+import { runOperation } from '../../lib/scheduler/operations.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 
 /** A queue that records what was sent, for tests of lib logic that do not need SQS itself. */
 export class RecordingQueue implements WorkQueue {
   readonly sent: { queue: QueueName; message: WorkMessage; options?: SendOptions }[] = [];
   failSends = false;
+  /** Called after each send: a test plane runs the operations worker here, as SQS would invoke it. */
+  onSend: ((queue: QueueName, message: WorkMessage) => void) | undefined;
 
   async send(queue: QueueName, message: WorkMessage, options?: SendOptions): Promise<void> {
     if (this.failSends) throw new Error('SQS is unreachable');
     this.sent.push({ queue, message, ...(options && { options }) });
+    this.onSend?.(queue, message);
   }
 
   async changeVisibility(): Promise<void> {}
@@ -42,6 +46,10 @@ export async function testPlane(overrides: { maxAttempts?: number } = {}) {
     adminKey: 'test-admin-key',
     validateResponses: true,
   });
+  // The operations worker, as SQS would invoke it: lifecycle calls and snapshots settle shortly after.
+  queue.onSend = (name, message) => {
+    if (name === 'operations') void runOperation(plane, message).catch(() => undefined);
+  };
   const org = await plane.tenancy.createOrg({ name: 'test' });
   const principal: Extract<Principal, { kind: 'org' }> = {
     kind: 'org',

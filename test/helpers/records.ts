@@ -30,6 +30,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     createdAt: now,
     updatedAt: now,
     expiresAt: null,
+    operation: null,
     ...overrides,
   };
 }

@@ -41,7 +41,7 @@ describe('the CDK app', () => {
 
   it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).length).toBe(7);
+    expect(Object.keys(functions).length).toBe(8);
     template.allResourcesProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -52,6 +52,7 @@ describe('the CDK app', () => {
           DIFFERENTLY_TABLE_NAME: Match.anyValue(),
           DIFFERENTLY_PROVISION_QUEUE_URL: Match.anyValue(),
           DIFFERENTLY_TERMINATE_QUEUE_URL: Match.anyValue(),
+          DIFFERENTLY_OPERATIONS_QUEUE_URL: Match.anyValue(),
           DIFFERENTLY_CONFIG: '/var/task/differently.config.json',
           POWERTOOLS_SERVICE_NAME: 'differently',
         }),
@@ -130,15 +131,18 @@ describe('the CDK app', () => {
       resources[logicalIdOf(resources, 'AWS::SQS::Queue', prefix)]?.Properties ?? {};
     const provision = queue('WorkQueuesProvision');
     const terminate = queue('WorkQueuesTerminate');
+    const operations = queue('WorkQueuesOperations');
     expect(provision.VisibilityTimeout).toBe(6 * timeoutOf('ProvisionFunction'));
     expect(terminate.VisibilityTimeout).toBe(6 * timeoutOf('TerminateFunction'));
+    expect(operations.VisibilityTimeout).toBe(6 * timeoutOf('OperationsFunction'));
+    expect(operations.RedrivePolicy).toMatchObject({ maxReceiveCount: 10 });
     expect(provision.RedrivePolicy).toMatchObject({ maxReceiveCount: 1000 });
     expect(terminate.RedrivePolicy).toMatchObject({ maxReceiveCount: 100 });
     template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
   });
 
   it('maps the queues to the workers with partial batch failures and a concurrency budget', () => {
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
     template.allResourcesProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 10,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
@@ -204,7 +208,7 @@ describe('the CDK app', () => {
 
   it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBe(12);
+    expect(alarms.length).toBe(14);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
   });
@@ -221,7 +225,15 @@ describe('provider credentials', () => {
       .filter(([, policy]) => JSON.stringify(policy.Properties.PolicyDocument).includes(arn))
       .map(([id]) => id.replace(/Role.*$/, ''))
       .sort();
-    expect(readersOf).toEqual(['Api', 'ApiStream', 'PoolRefresh', 'Provision', 'Reconcile', 'Terminate']);
+    expect(readersOf).toEqual([
+      'Api',
+      'ApiStream',
+      'Operations',
+      'PoolRefresh',
+      'Provision',
+      'Reconcile',
+      'Terminate',
+    ]);
   });
 
   it("lets the same functions read runtime pools' secrets under differently/pools/ only", () => {
@@ -232,6 +244,7 @@ describe('provider credentials', () => {
     expect(readers.map(([id]) => id.replace(/Role.*$/, '')).sort()).toEqual([
       'Api',
       'ApiStream',
+      'Operations',
       'PoolRefresh',
       'Provision',
       'Reconcile',

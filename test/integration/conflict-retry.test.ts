@@ -35,10 +35,10 @@ describe('read-modify-write retried on a version conflict', () => {
     const { sandbox } = await plane.sandboxes.create(principal, {});
     await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }, 1);
     let race = interleaveOneWrite(plane.store);
-    expect((await plane.operations.lifecycle(principal, sandbox.id, 'stop')).status).toBe('stopped');
+    expect((await plane.operations.lifecycle(principal, sandbox.id, 'stop')).value.status).toBe('stopped');
     expect(race.interleaved()).toBe(1);
     race = interleaveOneWrite(plane.store);
-    expect((await plane.operations.lifecycle(principal, sandbox.id, 'start')).status).toBe('running');
+    expect((await plane.operations.lifecycle(principal, sandbox.id, 'start')).value.status).toBe('running');
     expect(race.interleaved()).toBe(1);
   });
 

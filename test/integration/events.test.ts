@@ -74,6 +74,8 @@ describe('events/ drive the handlers they are for', async () => {
       expired: 0,
       requeuedProvisions: 0,
       requeuedTerminations: 0,
+      requeuedOperations: 0,
+      deadLetteredOperations: 0,
       deadLetteredProvisions: 0,
       deadLetteredTerminations: 0,
       skipped: 0,

@@ -201,16 +201,35 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
           capabilities: null,
           capacity: null,
           refreshedAt: now,
+          downSince: null,
+          downReason: null,
         };
         await store.putPoolView(view);
         await store.putPoolView({ ...view, refreshedAt: 'later' });
         expect(await store.listPoolViews()).toEqual([{ ...view, refreshedAt: 'later' }]);
+        // A down mark is shared, moves only forward, survives a probe's write, and needs no view.
+        await store.markPoolDown('lab', '2026-01-01T00:00:02.000Z', 'connection refused');
+        await store.markPoolDown('lab', '2026-01-01T00:00:01.000Z', 'older');
+        await store.putPoolView({ ...view, refreshedAt: 'latest' });
+        expect(await store.listPoolViews()).toEqual([
+          {
+            ...view,
+            refreshedAt: 'latest',
+            downSince: '2026-01-01T00:00:02.000Z',
+            downReason: 'connection refused',
+          },
+        ]);
+        await store.markPoolDown('lab-2', '2026-01-01T00:00:03.000Z', 'down');
+        expect((await store.listPoolViews()).find((v) => v.pool === 'lab-2')).toMatchObject({
+          downSince: '2026-01-01T00:00:03.000Z',
+          capabilities: null,
+        });
         expect(await store.getPolicy()).toBeUndefined();
         await store.putPolicy({ allowExternal: true, externalPools: ['lab'] }, admin);
         expect(await store.getPolicy()).toEqual({ allowExternal: true, externalPools: ['lab'] });
         await store.deletePool('lab', admin);
         expect(await store.getPool('lab')).toBeUndefined();
-        expect(await store.listPoolViews()).toEqual([]);
+        expect((await store.listPoolViews()).map((view) => view.pool)).toEqual(['lab-2']);
         expect(await codeOf(store.deletePool('lab', admin))).toBe('not_found');
         // Every change was recorded in the installation's own chain.
         await store.linkAudit(installationChain);
@@ -478,8 +497,59 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
         backendRef: `ref-${newId('key')}`,
         kind: 'disk' as const,
         sizeBytes: 1024,
-        status: 'ready' as const,
+        status: 'ready' as 'ready' | 'creating',
+        statusMessage: null,
         createdAt: new Date().toISOString(),
+      });
+
+      it('settles a creating snapshot once: ready keeps the slot, failed gives it back; deleting a failed one frees nothing', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store, { maxSnapshots: 2 });
+        const taking = { ...snapshotOf(org.id), status: 'creating' as const, backendRef: '' };
+        const doomed = { ...snapshotOf(org.id), status: 'creating' as const, backendRef: '' };
+        await store.createSnapshot(taking, system('snapshot.created'));
+        await store.createSnapshot(doomed, system('snapshot.created'));
+        expect((await store.getUsage(org.id)).snapshots).toBe(2);
+        const at = new Date().toISOString();
+        const ready = await store.settleSnapshot(
+          taking,
+          { status: 'ready', statusMessage: null, backendRef: 'backend-1', sizeBytes: 7, updatedAt: at },
+          system('snapshot.ready'),
+        );
+        expect(ready).toMatchObject({ status: 'ready', backendRef: 'backend-1', sizeBytes: 7 });
+        expect(await store.getSnapshot(org.id, taking.id)).toMatchObject({
+          status: 'ready',
+          backendRef: 'backend-1',
+        });
+        // Only once: a second settle of the same record is a conflict, whatever it says.
+        expect(
+          await codeOf(
+            store.settleSnapshot(
+              taking,
+              { status: 'failed', statusMessage: 'late', updatedAt: at },
+              system('x'),
+            ),
+          ),
+        ).toBe('conflict');
+        await store.settleSnapshot(
+          doomed,
+          { status: 'failed', statusMessage: 'no', updatedAt: at },
+          system('snapshot.failed'),
+        );
+        expect((await store.getUsage(org.id)).snapshots).toBe(1);
+        await store.deleteSnapshot(org.id, doomed.id, system('snapshot.deleted'));
+        expect((await store.getUsage(org.id)).snapshots).toBe(1);
+        await store.deleteSnapshot(org.id, taking.id, system('snapshot.deleted'));
+        expect((await store.getUsage(org.id)).snapshots).toBe(0);
+        expect(
+          await codeOf(
+            store.settleSnapshot(
+              doomed,
+              { status: 'failed', statusMessage: 'gone', updatedAt: at },
+              system('x'),
+            ),
+          ),
+        ).toBe('not_found');
       });
 
       it('counts snapshots against maxSnapshots: 10 concurrent creates, a quota of 3, exactly 3 succeed', async () => {

@@ -19,7 +19,11 @@ import { orgPrincipal } from '../helpers/records.ts';
 import { storeFactories } from '../helpers/stores.ts';
 
 class FakeDeadLetters implements DeadLetterSource {
-  readonly letters: Record<QueueName, { body: string; acked: boolean }[]> = { provision: [], terminate: [] };
+  readonly letters: Record<QueueName, { body: string; acked: boolean }[]> = {
+    provision: [],
+    terminate: [],
+    operations: [],
+  };
   async receive(queue: QueueName): Promise<DeadLetter[]> {
     const pending = this.letters[queue].filter((l) => !l.acked);
     this.letters[queue] = pending;

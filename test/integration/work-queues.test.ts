@@ -68,7 +68,7 @@ describe('work queues on the embedded SQS server', () => {
     },
   );
 
-  it('provider_unavailable backs off 4 s and marks the pool unhealthy', async () => {
+  it('provider_unavailable backs off 4 s and marks the pool unhealthy for every container, in the store', async () => {
     flaky.inject('create', { error: errors.providerUnavailable('connection refused') });
     const { sandbox: created } = await runtime.plane.sandboxes.create(principal, {
       placement: { allowedPools: ['flaky'] },
@@ -80,7 +80,16 @@ describe('work queues on the embedded SQS server', () => {
     );
     expect(waiting.attempts).toBe(1);
     expectVisibleWithin(created.id, 4);
-    expect(runtime.plane.pools.isHealthy('flaky')).toBe(false);
+    // The provision container that saw the error wrote the mark; the operator's plane reads it from the store.
+    const views = await runtime.plane.store.listPoolViews();
+    expect(views.find((view) => view.pool === 'flaky')).toMatchObject({
+      downReason: expect.stringContaining('connection refused'),
+    });
+    await runtime.plane.pools.sync(true);
+    expect(runtime.plane.pools.health('flaky')).toEqual({
+      healthy: false,
+      reason: expect.stringContaining('connection refused'),
+    });
     expect(runtime.plane.pools.isHealthy('fake')).toBe(true);
   });
 

@@ -19,6 +19,7 @@ describe('config', () => {
       maxAttempts: 3,
       provisionTimeoutSeconds: 120,
       terminateTimeoutSeconds: 60,
+      operationTimeoutSeconds: 600,
       lostMessageSeconds: 300,
       stuckTerminationSeconds: 600,
       reconcileGraceSeconds: 30,

@@ -6,11 +6,18 @@ import {
   LogGroupLogDestination,
   MethodLoggingLevel,
   ResponseTransferMode,
+  ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import {
+  awsLimits,
+  type GatewayResponse,
+  gatewayResponseBody,
+  gatewayResponses,
+} from '../../../lib/limits.ts';
 
 export interface PublicApiProps {
   readonly handler: IFunction;
@@ -57,7 +64,29 @@ export class PublicApi extends Construct {
         loggingLevel: MethodLoggingLevel.OFF,
       },
     });
-    const integration = new LambdaIntegration(props.handler, { proxy: true, timeout: Duration.seconds(29) });
+    // API Gateway's own answers carry the error envelope too (the local runtime answers the same bodies).
+    const gatewayAnswer = (id: string, type: ResponseType, response: GatewayResponse) =>
+      this.api.addGatewayResponse(id, {
+        type,
+        statusCode: String(response.status),
+        responseHeaders: { 'content-type': "'application/json'" },
+        templates: { 'application/json': gatewayResponseBody(response) },
+      });
+    gatewayAnswer(
+      'IntegrationTimeout',
+      ResponseType.INTEGRATION_TIMEOUT,
+      gatewayResponses.integrationTimeout,
+    );
+    gatewayAnswer(
+      'IntegrationFailure',
+      ResponseType.INTEGRATION_FAILURE,
+      gatewayResponses.integrationFailure,
+    );
+    gatewayAnswer('RequestTooLarge', ResponseType.REQUEST_TOO_LARGE, gatewayResponses.requestTooLarge);
+    const integration = new LambdaIntegration(props.handler, {
+      proxy: true,
+      timeout: Duration.seconds(awsLimits.apiIntegrationTimeoutSeconds),
+    });
     this.api.root.addMethod('ANY', integration);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration);
     // Explicit resources take precedence over {proxy+}: only the exec route streams.
@@ -71,7 +100,7 @@ export class PublicApi extends Construct {
         new LambdaIntegration(props.streamHandler, {
           proxy: true,
           responseTransferMode: ResponseTransferMode.STREAM,
-          timeout: Duration.minutes(15),
+          timeout: Duration.seconds(awsLimits.apiStreamIntegrationTimeoutSeconds),
         }),
       );
   }

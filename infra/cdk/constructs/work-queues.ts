@@ -15,18 +15,21 @@ export interface WorkQueue {
 }
 
 /**
- * The provision and terminate queues with their dead-letter queues: server-side encryption, TLS only,
+ * The provision, terminate and operations queues with their dead-letter queues: server-side encryption, TLS only,
  * visibility six times the worker's timeout, and the maxReceiveCount chosen with the backoff.
  * Messages carry MessageGroupId = org id, which makes these standard queues fair queues.
  */
 export class WorkQueues extends Construct {
   readonly provision: WorkQueue;
   readonly terminate: WorkQueue;
+  /** Lifecycle calls and snapshots the API recorded and the operations worker finishes. */
+  readonly operations: WorkQueue;
 
   constructor(scope: Construct, id: string, props: WorkQueuesProps) {
     super(scope, id);
     this.provision = this.#pair('Provision', props.settings.provision);
     this.terminate = this.#pair('Terminate', props.settings.terminate);
+    this.operations = this.#pair('Operations', props.settings.operations);
   }
 
   #pair(id: string, settings: QueueSettings): WorkQueue {

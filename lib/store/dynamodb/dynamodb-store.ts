@@ -28,7 +28,9 @@ import {
   type PageRequest,
   type SandboxFilter,
   type SandboxPatch,
+  type SnapshotSettlement,
   type Store,
+  snapshotHoldsSlot,
   type UpdateSandboxOptions,
 } from '../port.ts';
 import {
@@ -38,10 +40,12 @@ import {
   type OrgRecord,
   orgRecordSchema,
   type PlacementPolicy,
+  type PoolDownMark,
   type PoolRecord,
   type PoolView,
   type ProjectRecord,
   placementPolicySchema,
+  poolDownMarkSchema,
   poolRecordSchema,
   poolViewSchema,
   projectRecordSchema,
@@ -50,6 +54,7 @@ import {
   sandboxRecordSchema,
   snapshotRecordSchema,
   usageSchema,
+  withDownMarks,
 } from '../records.ts';
 import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey, usageItem } from './items.ts';
 import { tableKeys } from './table.ts';
@@ -396,19 +401,49 @@ export class DynamoDbStore implements Store {
       if (error instanceof Canceled) throw errors.notFound('pool', name);
       throw error;
     });
-    await this.#call((doc) =>
-      doc.send(new DeleteCommand({ TableName: this.#table, Key: keyOf.poolView(name) })),
-    );
+    for (const key of [keyOf.poolView(name), keyOf.poolDown(name)]) {
+      await this.#call((doc) => doc.send(new DeleteCommand({ TableName: this.#table, Key: key })));
+    }
   }
 
   async putPoolView(view: PoolView): Promise<void> {
+    // The down mark is its own item: a probe's view never overwrites a mark made while it ran.
+    const { downSince: _since, downReason: _reason, ...probed } = view;
     await this.#call((doc) =>
-      doc.send(new PutCommand({ TableName: this.#table, Item: { ...keyOf.poolView(view.pool), ...view } })),
+      doc.send(new PutCommand({ TableName: this.#table, Item: { ...keyOf.poolView(view.pool), ...probed } })),
     );
   }
 
+  async markPoolDown(pool: string, at: string, reason: string): Promise<void> {
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new PutCommand({
+            TableName: this.#table,
+            Item: { ...keyOf.poolDown(pool), pool, at, reason },
+            // Marks only move forward: an older one arriving late does not hide a newer one.
+            ConditionExpression: 'attribute_not_exists(PK) OR #at < :at',
+            ExpressionAttributeNames: { '#at': 'at' },
+            ExpressionAttributeValues: { ':at': at },
+          }),
+        ),
+      );
+    } catch (error) {
+      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    }
+  }
+
   async listPoolViews(): Promise<PoolView[]> {
-    return this.#queryAll(keyOf.poolView('').PK, 'VIEW#', (item) => poolViewSchema.parse(item));
+    const items = await this.#queryAll(keyOf.poolView('').PK, 'VIEW', (item) => item);
+    const marks = new Map<string, PoolDownMark>();
+    const views: PoolView[] = [];
+    for (const item of items) {
+      if (String(item.SK).startsWith('VIEWDOWN#')) {
+        const mark = poolDownMarkSchema.parse(item);
+        marks.set(mark.pool, mark);
+      } else views.push(poolViewSchema.parse(item));
+    }
+    return withDownMarks(views, marks);
   }
 
   async getPolicy(): Promise<PlacementPolicy | undefined> {
@@ -761,13 +796,44 @@ export class DynamoDbStore implements Store {
     );
   }
 
+  async settleSnapshot(
+    current: SnapshotRecord,
+    patch: SnapshotSettlement,
+    audit: AuditInput,
+  ): Promise<SnapshotRecord> {
+    const next: SnapshotRecord = { ...current, ...patch };
+    try {
+      await this.#write(current.orgId, audit, () => [
+        put(
+          'snapshot',
+          { ...next, ...keyOf.snapshot(current.orgId, current.id) },
+          'attribute_exists(PK) AND #status = :creating',
+          { names: { '#status': 'status' }, values: { ':creating': 'creating' } },
+        ),
+        // A failed snapshot gives its slot back in the same write.
+        ...(patch.status === 'failed' ? [snapshotSlot(current.orgId, -1, this.#table)] : []),
+      ]);
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      const stored = await this.getSnapshot(current.orgId, current.id);
+      if (stored === undefined) throw errors.notFound('snapshot', current.id);
+      throw errors.conflict(`snapshot ${current.id} is ${stored.status}, no longer creating`);
+    }
+    return next;
+  }
+
   async deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord> {
     const snapshot = await this.getSnapshot(orgId, id);
     if (snapshot === undefined) throw errors.notFound('snapshot', id);
     try {
       await this.#write(orgId, audit, () => [
-        del('snapshot', keyOf.snapshot(orgId, id), 'attribute_exists(PK)'),
-        snapshotSlot(orgId, -1, this.#table),
+        // Conditional on the status read: a settle in between must not make the slot count twice.
+        del('snapshot', keyOf.snapshot(orgId, id), 'attribute_exists(PK) AND #status = :status', {
+          names: { '#status': 'status' },
+          values: { ':status': snapshot.status },
+        }),
+        // A failed snapshot gave its slot back when it failed.
+        ...(snapshotHoldsSlot(snapshot) ? [snapshotSlot(orgId, -1, this.#table)] : []),
       ]);
     } catch (error) {
       if (error instanceof Canceled) throw errors.notFound('snapshot', id);
@@ -1078,8 +1144,24 @@ function headPut(orgId: string, from: ChainHead, to: ChainHead): Action {
     : put('audit-head', item, 'seq = :seq', { values: { ':seq': from.seq } });
 }
 
-function del(label: string, key: Record<string, string>, condition: string): Action {
-  return { label, item: { Delete: { TableName: '', Key: key, ConditionExpression: condition } } };
+function del(
+  label: string,
+  key: Record<string, string>,
+  condition: string,
+  expression: { names?: Record<string, string>; values?: Record<string, unknown> } = {},
+): Action {
+  return {
+    label,
+    item: {
+      Delete: {
+        TableName: '',
+        Key: key,
+        ConditionExpression: condition,
+        ...(expression.names && { ExpressionAttributeNames: expression.names }),
+        ...(expression.values && { ExpressionAttributeValues: expression.values }),
+      },
+    },
+  };
 }
 
 function check(label: string, key: Record<string, string>, condition: string): Action {

@@ -20,6 +20,8 @@ export const keyOf = {
   /** Runtime pools and their refreshed views share one small partition: listing them is one Query. */
   pool: (name: string) => ({ PK: 'POOLS', SK: `POOL#${name}` }),
   poolView: (name: string) => ({ PK: 'POOLS', SK: `VIEW#${name}` }),
+  /** A pool marked down by an adapter error; beside the views so one Query reads both. */
+  poolDown: (name: string) => ({ PK: 'POOLS', SK: `VIEWDOWN#${name}` }),
   policy: () => ({ PK: 'META', SK: 'POLICY' }),
   /** Which org a sandbox id belongs to, for lookups by id alone (the reconciler). */
   sandboxPointer: (sandboxId: string) => ({ PK: `SBXID#${sandboxId}`, SK: 'SBXID' }),
