@@ -49,9 +49,6 @@ export interface SandboxServiceDeps {
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
-/** Admission's never-fits check reads the quota through this cache; the store enforces the live quota. */
-const orgCacheMs = 10_000;
-
 /** How long an Idempotency-Key is remembered. */
 export const idempotencyWindowSeconds = 24 * 3600;
 
@@ -59,7 +56,6 @@ export const idempotencyWindowSeconds = 24 * 3600;
 export class SandboxService {
   readonly #deps: SandboxServiceDeps;
   readonly #now: () => Date;
-  readonly #orgs = new Map<string, { org: OrgRecord; until: number }>();
 
   constructor(deps: SandboxServiceDeps) {
     this.#deps = deps;
@@ -111,8 +107,9 @@ export class SandboxService {
         { field: 'classification' },
       );
     }
-    // Admission reads pools and the policy fresh: an operator's change applies to the very next request.
-    await this.#deps.pools.sync(true);
+    // Admission reads pools, the policy and the quota fresh, in one round trip: an operator's change
+    // applies to the very next request, whichever container serves it.
+    const [org] = await Promise.all([this.#org(principal.orgId), this.#deps.pools.sync(true)]);
     for (const name of request.placement?.allowedPools ?? []) await this.#deps.pools.ensure(name);
     for (const name of request.placement?.allowedPools ?? []) {
       if (this.#deps.pools.get(name) === undefined) {
@@ -123,7 +120,7 @@ export class SandboxService {
       }
     }
     const resources = resourcesSchema.parse({ ...profile?.resources, ...request.resources });
-    const never = neverFits(resources, (await this.#org(principal.orgId)).quota);
+    const never = neverFits(resources, org.quota);
     if (never !== undefined)
       throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
     const template = request.template ?? null;
@@ -340,20 +337,12 @@ export class SandboxService {
   }
 
   /**
-   * The org, cached per container for a minute: only the early "can never fit" check reads it, and a
-   * quota change reaches enforcement at once through the usage item's headroom, not through this copy.
+   * The org, read fresh for each create: a copy cached per container would let a quota just lowered
+   * through another container admit a sandbox that can never run (docs/architecture.md).
    */
-  /** Drops a cached org after its quota changed in this container (others see it within orgCacheMs). */
-  forgetOrg(orgId: string): void {
-    this.#orgs.delete(orgId);
-  }
-
   async #org(orgId: string): Promise<OrgRecord> {
-    const cached = this.#orgs.get(orgId);
-    if (cached !== undefined && cached.until > Date.now()) return cached.org;
     const org = await this.#deps.store.getOrg(orgId);
     if (org === undefined) throw errors.notFound('org', orgId);
-    this.#orgs.set(orgId, { org, until: Date.now() + orgCacheMs });
     return org;
   }
 

@@ -33,16 +33,9 @@ export class Tenancy {
   readonly #store: Store;
   readonly #now: () => Date;
 
-  readonly #onOrgChanged: (orgId: string) => void;
-
-  constructor(
-    store: Store,
-    now: () => Date = () => new Date(),
-    onOrgChanged: (orgId: string) => void = () => undefined,
-  ) {
+  constructor(store: Store, now: () => Date = () => new Date()) {
     this.#store = store;
     this.#now = now;
-    this.#onOrgChanged = onOrgChanged;
   }
 
   async createOrg(input: z.infer<typeof createOrgSchema>, actor = 'admin'): Promise<OrgView> {
@@ -181,7 +174,6 @@ export class Tenancy {
         details: { from: org.quota, to: quota },
       }),
     );
-    this.#onOrgChanged(orgId);
     return updated;
   }
 

@@ -291,6 +291,9 @@ async function takeSnapshot(
     );
   } catch (error) {
     if (!isApiError(error) || (error.code !== 'conflict' && error.code !== 'not_found')) throw error;
+    // Another delivery of this message may have recorded this very snapshot: then it is no leftover.
+    const now = await deps.store.getSnapshot(snapshot.orgId, snapshot.id);
+    if (now?.status === 'ready' && now.backendRef === taken.ref) return done;
     deps.log.warn('snapshot taken for a record that is no longer creating; deleting it on the backend', {
       snapshotId: snapshot.id,
       backendRef: taken.ref,

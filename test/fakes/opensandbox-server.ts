@@ -63,6 +63,8 @@ export class OpenSandboxFake extends FakeProvider {
     failCreate: undefined as { status: number; code: string } | undefined,
     /** Every lifecycle route answers 503. */
     down: false,
+    /** The next created sandbox stays Pending (a slow image pull that outlasts the caller). */
+    neverReady: false,
     /** On the next list, this sandbox is shown Stopping and is gone right after. */
     deleteWhileListed: undefined as string | undefined,
   };
@@ -268,6 +270,10 @@ export class OpenSandboxFake extends FakeProvider {
           message: `Failed to pull image ${sandbox.image.uri}: manifest unknown`,
         });
       }
+    }
+    if (this.faults.neverReady) {
+      this.faults.neverReady = false;
+      Object.assign(sandbox, { state: 'Pending', next: undefined });
     }
     await this.host.dir(id);
     this.sandboxes.set(id, sandbox);

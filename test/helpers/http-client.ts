@@ -64,8 +64,10 @@ export async function waitFor<T>(
   probe: () => Promise<T>,
   done: (value: T) => boolean,
   what: string,
+  /** A safety net only: the wait ends when `done` holds. */
+  timeoutMs = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (done(value)) return value;
