@@ -7,7 +7,7 @@ const envelopeReserveBytes = 64 * 1024;
 /** `text` cut to at most `maxBytes` of UTF-8, never inside a character. */
 export function cutUtf8(text: string, maxBytes: number): { text: string; cut: boolean } {
   if (text.length <= maxBytes / 3 || Buffer.byteLength(text) <= maxBytes) return { text, cut: false };
-  let end = maxBytes;
+  let end = Math.max(0, maxBytes);
   const bytes = Buffer.from(text);
   // Back off continuation bytes (10xxxxxx) so the cut falls between characters.
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;

@@ -54,7 +54,6 @@ export class PoolRegistry {
   readonly #configured: Pool[];
   readonly #runtime = new Map<string, Pool>();
   readonly #views = new Map<string, PoolView>();
-  #viewsLoadedAt = Number.NEGATIVE_INFINITY;
   readonly #options: PoolRegistryOptions;
   #policy: PlacementPolicy;
   #policyStored = false;
@@ -135,7 +134,6 @@ export class PoolRegistry {
   #setViews(views: PoolView[]): void {
     this.#views.clear();
     for (const view of views) this.#views.set(view.pool, view);
-    this.#viewsLoadedAt = this.#now();
   }
 
   /** Syncs at once when `name` is unknown here: it may have been added through the API moments ago. */

@@ -4,6 +4,7 @@
  * list, pause, snapshots, endpoints), execd inside each sandbox (exec, files), reached through an
  * endpoint the lifecycle server resolves, and the egress sidecar (set at create only).
  */
+
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -30,6 +31,7 @@ import {
   type TtlExtender,
 } from '../../lib/adapter/contract.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
+import { cutUtf8 } from '../../lib/exec-output.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
@@ -484,12 +486,11 @@ export class OpenSandboxAdapter
     const cap = Math.min(maxSyncOutputBytes, opts?.maxOutputBytes ?? maxSyncOutputBytes);
     const started = Date.now();
     const append = (stream: 'stdout' | 'stderr', data: string) => {
-      const bytes = Buffer.byteLength(data);
-      if (size[stream] + bytes > cap) out.truncated = true;
-      else {
-        out[stream] += data;
-        size[stream] += bytes;
-      }
+      const kept = cutUtf8(data, cap - size[stream]);
+      // A frame larger than what is left is kept in part, up to the cap.
+      out[stream] += kept.text;
+      size[stream] += Buffer.byteLength(kept.text);
+      if (kept.cut) out.truncated = true;
     };
     const { exitCode, timedOut } = await this.#run(
       ref,

@@ -12,6 +12,9 @@ import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
 import { snapshotSchema } from '../../lib/schemas/operations.ts';
 import { type SandboxView, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
+import { DaytonaFake } from '../fakes/daytona-server.ts';
+import { FreestyleFake } from '../fakes/freestyle-server.ts';
+import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { client, waitFor } from '../helpers/http-client.ts';
 
 const token = 'fidelity-plugin-token-0123456789';
@@ -64,6 +67,7 @@ const started: { stop(): Promise<void> }[] = [];
 afterEach(async () => {
   for (const each of started.splice(0).reverse()) await each.stop();
   delete process.env.DIFFERENTLY_TEST_FIDELITY_TOKEN;
+  delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
 });
 
 async function setup(
@@ -284,6 +288,47 @@ describe('long operations never hold an API request', () => {
   }, 60_000);
 });
 
+describe("OpenSandbox readiness within the scheduler's time", () => {
+  it('a sandbox not ready before the provision timeout is sandbox_failed: the attempt counts and the pool stays healthy', async () => {
+    const server = new OpenSandboxFake({ apiKey: 'os-ready-key-0123456789' });
+    await server.start();
+    started.push(server);
+    process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY = 'os-ready-key-0123456789';
+    const s = await setup({
+      // The adapter would wait 180 s; the scheduler allows 5.
+      pools: [
+        {
+          name: 'os',
+          adapter: 'opensandbox',
+          trust: 'private',
+          config: { apiURL: server.url, pollIntervalMs: 10, readyTimeoutSeconds: 180 },
+          credentials: { env: 'DIFFERENTLY_TEST_FIDELITY_OS_KEY' },
+        },
+      ],
+      scheduler: { provisionTimeoutSeconds: 5 },
+    });
+    server.faults.neverReady = true;
+    const created = sandboxSchema.parse(
+      (await s.api.post('/v1/sandboxes', s.key, { placement: { allowedPools: ['os'] } })).body,
+    );
+    const retried = await waitFor(
+      () => s.get(created.id),
+      (sandbox) => sandbox.attempts === 1 || sandbox.status === 'failed',
+      'the first attempt to end',
+      30_000,
+    );
+    expect(retried).toMatchObject({ status: 'queued', attempts: 1 });
+    expect(retried.statusMessage).toMatch(/sandbox failed on os: opensandbox: .*(not ready|gave up)/);
+    // Not the pool's fault: no down mark, healthy for everyone.
+    expect(
+      (await s.runtime.plane.store.listPoolViews()).find((view) => view.pool === 'os')?.downSince ?? null,
+    ).toBe(null);
+    await s.runtime.plane.pools.sync(true);
+    expect(s.runtime.plane.pools.health('os')).toEqual({ healthy: true, reason: null });
+    delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
+  }, 60_000);
+});
+
 describe('API Gateway and Lambda limits', () => {
   const eightMiB = 8 * 1024 * 1024;
   const bigOutput = `head -c ${eightMiB} /dev/zero | tr '\\0' a`;
@@ -340,6 +385,46 @@ describe('API Gateway and Lambda limits', () => {
       await s.api.delete(`/v1/sandboxes/${created.id}`, s.key);
     }
   }, 90_000);
+
+  it('an 8 MiB stdout through sync exec on the OpenSandbox, Daytona and Freestyle fakes stays under the limit and says truncated', async () => {
+    const fakes = {
+      os: new OpenSandboxFake({ apiKey: 'os-fidelity-key-0123456789' }),
+      dtn: new DaytonaFake(),
+      fs: new FreestyleFake(),
+    };
+    await Promise.all(Object.values(fakes).map((fake) => fake.start()));
+    started.push({
+      stop: async () => void (await Promise.all(Object.values(fakes).map((fake) => fake.stop()))),
+    });
+    process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY = 'os-fidelity-key-0123456789';
+    const s = await setup({
+      pools: [
+        {
+          name: 'os',
+          adapter: 'opensandbox',
+          trust: 'private',
+          config: { apiURL: fakes.os.url, pollIntervalMs: 10 },
+          credentials: { env: 'DIFFERENTLY_TEST_FIDELITY_OS_KEY' },
+        },
+        { name: 'dtn', adapter: 'daytona', config: { apiURL: `${fakes.dtn.url}/api`, pollIntervalMs: 10 } },
+        { name: 'fs', adapter: 'freestyle', config: { apiURL: fakes.fs.url, pollIntervalMs: 10 } },
+      ],
+      policy: { allowExternal: true, externalPools: ['dtn', 'fs'] },
+    });
+    for (const pool of ['os', 'dtn', 'fs']) {
+      const created = sandboxSchema.parse(
+        (await s.api.post('/v1/sandboxes', s.key, { placement: { allowedPools: [pool] } })).body,
+      );
+      await waitFor(
+        () => s.get(created.id),
+        (sandbox) => sandbox.status === 'running',
+        `${pool} running`,
+      );
+      await expectBoundedExec(s, created.id);
+      await s.api.delete(`/v1/sandboxes/${created.id}`, s.key);
+    }
+    delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
+  }, 120_000);
 
   it('refuses a config whose exec output cap could exceed the response limit', () => {
     expect(() => parseConfig({ api: { execOutputMaxBytes: 4 * 1024 * 1024 } })).toThrow(

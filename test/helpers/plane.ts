@@ -25,7 +25,7 @@ export class RecordingQueue implements WorkQueue {
 }
 
 /** A control plane on the memory store with two fake pools, `first` and `second`, in that order. */
-export async function testPlane(overrides: { maxAttempts?: number } = {}) {
+export async function testPlane(overrides: { maxAttempts?: number; operationWaitSeconds?: number } = {}) {
   const adapters = { first: new FakeAdapter(), second: new FakeAdapter() };
   const config = parseConfig({
     devMode: true,
@@ -34,6 +34,9 @@ export async function testPlane(overrides: { maxAttempts?: number } = {}) {
       { name: 'second', adapter: 'fake' },
     ],
     scheduler: { maxAttempts: overrides.maxAttempts ?? 3 },
+    ...(overrides.operationWaitSeconds !== undefined && {
+      api: { operationWaitSeconds: overrides.operationWaitSeconds },
+    }),
   });
   const queue = new RecordingQueue();
   const store = new MemoryStore();

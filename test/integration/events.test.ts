@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../functions/api.ts';
+import { createOperationsHandler } from '../../functions/operations.ts';
 import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
 import { createProvisionHandler } from '../../functions/provision.ts';
 import { createReconcileHandler } from '../../functions/reconcile.ts';
@@ -30,12 +31,15 @@ describe('events/ drive the handlers they are for', async () => {
   const execEvent = await load<APIGatewayProxyEvent>('api-exec.json');
   const provisionEvent = await load<SQSEvent>('provision-sqs.json');
   const terminateEvent = await load<SQSEvent>('terminate-sqs.json');
+  const operationsEvent = await load<SQSEvent>('operations-sqs.json');
   const exampleKey = (createEvent.headers.Authorization ?? '').replace('Bearer ', '');
   const exampleSandboxId = exampleSandbox.exec(JSON.stringify(provisionEvent))?.[0] ?? '';
   const exampleOrgId = exampleOrg.exec(JSON.stringify(provisionEvent))?.[0] ?? '';
 
-  it('walks a sandbox through api create, provision, api exec and terminate', async () => {
-    const { plane, adapters } = await testPlane();
+  it('walks a sandbox through api create, provision, api exec, a stop the operations worker finishes, and terminate', async () => {
+    // No worker runs on its own here and the API does not wait: the events below drive every step.
+    const { plane, adapters, queue } = await testPlane({ operationWaitSeconds: 0 });
+    queue.onSend = undefined;
     const org = await plane.tenancy.createOrg({ name: 'events' });
     const { key } = await plane.tenancy.createKey(org.id, { name: 'events', role: 'member' });
     const api = createApiHandler(plane);
@@ -58,6 +62,17 @@ describe('events/ drive the handlers they are for', async () => {
     const exec = await api(withIds(execEvent, ids));
     expect(exec.statusCode, exec.body).toBe(200);
     expect(JSON.parse(exec.body)).toMatchObject({ exitCode: 0, stdout: 'echo hi\n' });
+
+    const stop = await api({
+      ...withIds(execEvent, ids),
+      path: `/v1/sandboxes/${sandbox.id}/stop`,
+      body: null,
+    });
+    expect(stop.statusCode, stop.body).toBe(202);
+    expect(JSON.parse(stop.body)).toMatchObject({ status: 'stopping' });
+    const operated = await createOperationsHandler(plane)(withIds(operationsEvent, ids));
+    expect(operated).toEqual({ batchItemFailures: [] });
+    expect((await plane.store.getSandbox(org.id, sandbox.id))?.status).toBe('stopped');
 
     await plane.sandboxes.delete(orgPrincipal(org.id), sandbox.id);
     const terminated = await createTerminateHandler(plane)(withIds(terminateEvent, ids));
