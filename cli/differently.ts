@@ -38,8 +38,10 @@ Options everywhere: --endpoint URL (or DIFFERENTLY_ENDPOINT), --key KEY (or DIFF
   differently sandboxes list [--status S]
   differently sandboxes get <id>
   differently sandboxes update <id> [--ttl SECONDS] [--label K=V]...
-  differently sandboxes stop|start|pause|resume <id>
-  differently sandboxes delete <id>`,
+  differently sandboxes stop|start|pause|resume <id> [--wait]
+  differently sandboxes delete <id>
+A stop, start, pause or resume the backend needs longer for answers with the sandbox stopping, starting,
+pausing or resuming (the operations worker finishes it); --wait waits until it has settled.`,
   exec: `Usage: differently exec <id> [--cwd DIR] [--timeout SECONDS] -- <command> [args...]
 Streams stdout and stderr as produced and exits with the command's exit code.`,
   files: `Usage:
@@ -47,7 +49,7 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
   differently files get <id> <path> [--out FILE]
   differently files put <id> <path> <local-file>`,
   snapshots: `Usage:
-  differently snapshots create <sandbox-id> [--kind disk|memory]
+  differently snapshots create <sandbox-id> [--kind disk|memory] [--wait]    (creating, then ready or failed)
   differently snapshots list
   differently snapshots get <snapshot-id>
   differently snapshots delete <snapshot-id>`,
@@ -102,6 +104,11 @@ const options = {
   'allow-external': { type: 'boolean' },
   'external-pool': { type: 'string', multiple: true },
 } as const;
+
+/** A progress line on stderr (stdout stays the command's output, for --json and pipes). */
+function note(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
 
 function pairs(values: string[] | undefined, what: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -205,14 +212,19 @@ async function main(argv: string[]): Promise<number> {
     case 'sandboxes pause':
     case 'sandboxes resume': {
       const id = need(rest[0], 'id');
-      const moved =
+      const options = { wait: false };
+      let moved =
         action === 'stop'
-          ? await client.stop(id)
+          ? await client.stop(id, options)
           : action === 'start'
-            ? await client.start(id)
+            ? await client.start(id, options)
             : action === 'pause'
-              ? await client.pause(id)
-              : await client.resume(id);
+              ? await client.pause(id, options)
+              : await client.resume(id, options);
+      if (values.wait === true && moved.status !== 'running' && moved.status.endsWith('ing')) {
+        note(`${moved.id} is ${moved.status}; waiting for it to settle...`);
+        moved = await client.waitUntilSettled(id, { intervalMs: 250 });
+      }
       print(moved, () => `${moved.id} ${moved.status}`);
       return 0;
     }
@@ -261,11 +273,15 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'snapshots create': {
-      const snapshot = await client.createSnapshot(
+      let snapshot = await client.createSnapshot(
         need(rest[0], 'sandbox-id'),
         values.kind === 'memory' ? 'memory' : 'disk',
       );
-      print(snapshot, () => table([snapshot], ['id', 'kind', 'pool', 'sizeBytes']));
+      if (values.wait === true && snapshot.status === 'creating') {
+        note(`${snapshot.id} is being taken; waiting until it is ready...`);
+        snapshot = await client.waitUntilSnapshotReady(snapshot.id, { intervalMs: 250 });
+      }
+      print(snapshot, () => table([snapshot], ['id', 'status', 'kind', 'pool', 'sizeBytes']));
       return 0;
     }
     case 'snapshots list': {

@@ -38,6 +38,9 @@ export type CreatePool = z.input<typeof createPoolSchema>;
 export type UpdatePool = z.input<typeof updatePoolSchema>;
 export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, PoolDetail, SandboxView };
 
+/** Statuses a lifecycle call passes through while the backend works. */
+const transitionalStatuses: readonly string[] = ['stopping', 'starting', 'pausing', 'resuming'];
+
 export interface ClientOptions {
   /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/live */
   endpoint: string;
@@ -159,6 +162,60 @@ export class DifferentlyClient {
     }
   }
 
+  /**
+   * Waits while a stop, start, pause or resume is under way (the API answered 202 with `stopping`,
+   * `starting`, `pausing` or `resuming`) and returns the settled sandbox. Throws the operation's own
+   * error when the backend refused it (the sandbox is then back in the status it had).
+   */
+  async waitUntilSettled(
+    id: string,
+    options: { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<SandboxView> {
+    const deadline = Date.now() + (options.timeoutMs ?? 900_000);
+    for (;;) {
+      const sandbox = await this.getSandbox(id);
+      if (!transitionalStatuses.includes(sandbox.status)) {
+        const operation = sandbox.operation;
+        if (operation?.state === 'failed' && operation.error !== null) {
+          throw new DifferentlyError(503, operation.error.code, operation.error.message, {
+            status: sandbox.status,
+            action: operation.action,
+          });
+        }
+        return sandbox;
+      }
+      if (Date.now() > deadline) {
+        throw new DifferentlyError(408, 'timeout', `sandbox ${id} is still ${sandbox.status}`, {
+          status: sandbox.status,
+        });
+      }
+      await sleep(options.intervalMs ?? 500);
+    }
+  }
+
+  /** Waits until a snapshot is ready; throws if it failed (with its reason) or the time runs out. */
+  async waitUntilSnapshotReady(
+    id: string,
+    options: { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<Snapshot> {
+    const deadline = Date.now() + (options.timeoutMs ?? 900_000);
+    for (;;) {
+      const snapshot = await this.getSnapshot(id);
+      if (snapshot.status === 'ready') return snapshot;
+      if (snapshot.status === 'failed') {
+        throw new DifferentlyError(503, 'provider_unavailable', snapshot.statusMessage ?? 'snapshot failed', {
+          status: snapshot.status,
+        });
+      }
+      if (Date.now() > deadline) {
+        throw new DifferentlyError(408, 'timeout', `snapshot ${id} is still ${snapshot.status}`, {
+          status: snapshot.status,
+        });
+      }
+      await sleep(options.intervalMs ?? 500);
+    }
+  }
+
   exec(id: string, request: ExecRequest): Promise<ExecResult> {
     return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/exec`, { body: request });
   }
@@ -210,24 +267,65 @@ export class DifferentlyClient {
     });
   }
 
-  stop(id: string): Promise<SandboxView> {
-    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/stop`);
+  /**
+   * Stops the sandbox. The answer is the settled sandbox, or (202) the sandbox still
+   * stopping; `wait: true` waits for it to settle (waitUntilSettled).
+   */
+  async stop(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
+    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/stop`);
+    return options.wait === true && transitionalStatuses.includes(sandbox.status)
+      ? this.waitUntilSettled(id, options)
+      : sandbox;
   }
 
-  start(id: string): Promise<SandboxView> {
-    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/start`);
+  /**
+   * Starts the sandbox. The answer is the settled sandbox, or (202) the sandbox still
+   * starting; `wait: true` waits for it to settle (waitUntilSettled).
+   */
+  async start(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
+    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/start`);
+    return options.wait === true && transitionalStatuses.includes(sandbox.status)
+      ? this.waitUntilSettled(id, options)
+      : sandbox;
   }
 
-  pause(id: string): Promise<SandboxView> {
-    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/pause`);
+  /**
+   * Pauses the sandbox. The answer is the settled sandbox, or (202) the sandbox still
+   * pausing; `wait: true` waits for it to settle (waitUntilSettled).
+   */
+  async pause(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
+    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/pause`);
+    return options.wait === true && transitionalStatuses.includes(sandbox.status)
+      ? this.waitUntilSettled(id, options)
+      : sandbox;
   }
 
-  resume(id: string): Promise<SandboxView> {
-    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/resume`);
+  /**
+   * Resumes the sandbox. The answer is the settled sandbox, or (202) the sandbox still
+   * resuming; `wait: true` waits for it to settle (waitUntilSettled).
+   */
+  async resume(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
+    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/resume`);
+    return options.wait === true && transitionalStatuses.includes(sandbox.status)
+      ? this.waitUntilSettled(id, options)
+      : sandbox;
   }
 
-  createSnapshot(id: string, kind: 'disk' | 'memory' = 'disk'): Promise<Snapshot> {
-    return this.#json('POST', `/v1/sandboxes/${encodeURIComponent(id)}/snapshots`, { body: { kind } });
+  /**
+   * Snapshots the sandbox: the ready snapshot, or (202) one still `creating` when the backend needs longer;
+   * `wait: true` waits until it is ready (waitUntilSnapshotReady).
+   */
+  async createSnapshot(
+    id: string,
+    kind: 'disk' | 'memory' = 'disk',
+    options: { wait?: boolean; timeoutMs?: number } = {},
+  ): Promise<Snapshot> {
+    const snapshot = await this.#json<Snapshot>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/snapshots`, {
+      body: { kind },
+    });
+    return options.wait === true && snapshot.status === 'creating'
+      ? this.waitUntilSnapshotReady(snapshot.id, options)
+      : snapshot;
   }
 
   listSnapshots(query: { cursor?: string; limit?: number } = {}): Promise<Page<Snapshot>> {

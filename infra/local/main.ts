@@ -11,6 +11,8 @@ const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dy
   --port N         HTTP port on 127.0.0.1 (default: $PORT or 8080)
   --store KIND     memory (default) or dynamodb: DynamoDB Local (needs Java 17+), started here unless
                    DIFFERENTLY_DYNAMODB_ENDPOINT names a running one
+  --containers N   simulated Lambda containers per function (default 2): each cold-started on its own,
+                   sharing only the store, the queues and the backends, as on AWS
   --help           this text
 
 Environment: DIFFERENTLY_ADMIN_KEY sets the bootstrap admin key (otherwise one is generated and printed).`;
@@ -21,6 +23,7 @@ async function main(): Promise<void> {
       config: { type: 'string' },
       port: { type: 'string' },
       store: { type: 'string', default: 'memory' },
+      containers: { type: 'string', default: '2' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -36,6 +39,9 @@ async function main(): Promise<void> {
     values.config === undefined
       ? defaultLocalConfig()
       : parseConfigText(await readFile(values.config, 'utf8'), values.config);
+  const containers = Number(values.containers);
+  if (!Number.isInteger(containers) || containers < 1 || containers > 16)
+    throw new Error(`--containers must be 1-16, not ${values.containers}`);
   if (values.store !== 'memory' && values.store !== 'dynamodb') {
     throw new Error(`--store must be memory or dynamodb, not ${values.store}`);
   }
@@ -45,6 +51,7 @@ async function main(): Promise<void> {
     config,
     port,
     storeKind: values.store,
+    containers,
     ...(endpoint !== undefined && endpoint !== '' && { dynamodbEndpoint: endpoint }),
     log: consoleLog(),
     ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
@@ -57,6 +64,7 @@ async function main(): Promise<void> {
       `  admin key: ${keyLine}`,
       `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
       `  store:     ${values.store}`,
+      `  functions: ${containers} simulated Lambda containers each; API Gateway's 29 s and Lambda's 6 MB enforced`,
       '',
       'Try:',
       `  curl -s ${runtime.url}/v1/health`,

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -12,10 +13,30 @@ import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
 import { snapshotSchema } from '../../lib/schemas/operations.ts';
 import { type SandboxView, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
+import { DifferentlyClient } from '../../sdk/index.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { client, waitFor } from '../helpers/http-client.ts';
+
+const bin = new URL('../../cli/differently.ts', import.meta.url).pathname;
+
+/** The CLI in a child process, as a user runs it. */
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, ...env } },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr });
+      },
+    );
+  });
+}
 
 const token = 'fidelity-plugin-token-0123456789';
 
@@ -285,6 +306,33 @@ describe('long operations never hold an API request', () => {
       status: 'stopped',
       operation: { action: 'start', state: 'failed', error: { code: 'provider_unavailable' } },
     });
+  }, 60_000);
+});
+
+describe('waiting for transitional states from the SDK and the CLI', () => {
+  it('the SDK and the CLI wait through pausing, resuming and creating to the settled record', async () => {
+    const backend = new FakeAdapter({ delaysMs: { pause: 2500, resume: 2500, snapshot: 2500 } });
+    const s = await setup(
+      { pools: [{ name: 'slow', adapter: 'fake' }], api: { operationWaitSeconds: 0.5 } },
+      { adapters: { slow: backend } },
+    );
+    const tenant = new DifferentlyClient({ endpoint: s.runtime.url, apiKey: s.key });
+    const sandbox = await tenant.waitUntilRunning(
+      (await tenant.createSandbox({ placement: { allowedPools: ['slow'] } })).id,
+      { intervalMs: 50 },
+    );
+    expect((await tenant.pause(sandbox.id)).status).toBe('pausing');
+    expect((await tenant.waitUntilSettled(sandbox.id, { intervalMs: 50 })).status).toBe('paused');
+    expect((await tenant.resume(sandbox.id, { wait: true })).status).toBe('running');
+    const snapshot = await tenant.createSnapshot(sandbox.id, 'disk', { wait: true });
+    expect(snapshot.status).toBe('ready');
+    const cliRun = await runCli(['sandboxes', 'pause', sandbox.id, '--wait', '--json'], {
+      DIFFERENTLY_ENDPOINT: s.runtime.url,
+      DIFFERENTLY_API_KEY: s.key,
+    });
+    expect(cliRun.code, cliRun.stderr).toBe(0);
+    expect(sandboxSchema.parse(JSON.parse(cliRun.stdout)).status).toBe('paused');
+    expect(cliRun.stderr).toContain(`${sandbox.id} is pausing; waiting for it to settle`);
   }, 60_000);
 });
 
