@@ -125,7 +125,7 @@ describe('simulated Lambda containers', () => {
       timeoutSeconds: 60,
       log: silentLog,
     });
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
