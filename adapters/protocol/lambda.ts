@@ -3,7 +3,9 @@ import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda
 /** The structured result (Function URLs also accept a bare string, which this never returns). */
 export type FunctionUrlResult = Exclude<LambdaFunctionURLResult, string>;
 
+import { adapterProtocolVersion } from '../../lib/adapter/contract.ts';
 import type { ProtocolHandler } from './handler.ts';
+import { protocolHeader } from './wire.ts';
 
 /**
  * The protocol behind a Lambda Function URL. Function URLs buffer responses unless the function streams,
@@ -23,12 +25,13 @@ export function lambdaAdapterHandler(handler: ProtocolHandler) {
     if (body !== undefined && body.length > limit) {
       return {
         statusCode: 413,
-        headers: { 'content-type': 'application/json' },
+        // Every answer carries the protocol header, refusals included: the client checks it first.
+        headers: { 'content-type': 'application/json', [protocolHeader]: adapterProtocolVersion },
         body: JSON.stringify({
           error: {
             code: 'payload_too_large',
             message: `the request body is larger than ${limit} bytes`,
-            details: {},
+            details: { limitBytes: limit },
           },
         }),
       };

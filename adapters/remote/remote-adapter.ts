@@ -31,9 +31,10 @@ import {
   capacitySchema,
   envelopeSchema,
   execResultSchema,
-  fileInfoSchema,
+  fileListSchema,
   healthSchema,
   infoResponseSchema,
+  instanceListSchema,
   instanceSchema,
   maxStreamLineBytes,
   portSchema,
@@ -116,7 +117,7 @@ export class RemoteAdapter
   }
 
   list(installation: string, opts?: CallOptions): Promise<Instance[]> {
-    return this.#json('GET', `/instances?installation=${enc(installation)}`, z.array(instanceSchema), opts);
+    return this.#json('GET', `/instances?installation=${enc(installation)}`, instanceListSchema, opts);
   }
 
   async delete(ref: string, opts?: CallOptions): Promise<void> {
@@ -157,8 +158,12 @@ export class RemoteAdapter
       const event = streamLineSchema.safeParse(raw);
       if (!event.success) throw this.#unavailable('the stream carried an unknown event');
       if ('exitCode' in event.data) return event.data.exitCode;
-      if ('error' in event.data)
-        throw errors.providerUnavailable(`the plugin's stream failed: ${event.data.error}`);
+      if ('error' in event.data) {
+        const failure = event.data.error;
+        throw errors.providerUnavailable(
+          `the plugin's stream failed: ${typeof failure === 'string' ? failure : failure.message}`,
+        );
+      }
       emit(event.data);
       return undefined;
     };
@@ -196,7 +201,7 @@ export class RemoteAdapter
   }
 
   listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
-    return this.#json('GET', `/instances/${enc(ref)}/files?path=${enc(path)}`, z.array(fileInfoSchema), opts);
+    return this.#json('GET', `/instances/${enc(ref)}/files?path=${enc(path)}`, fileListSchema, opts);
   }
 
   async stop(ref: string, opts?: CallOptions): Promise<void> {
@@ -215,8 +220,12 @@ export class RemoteAdapter
     await this.#send('POST', `/instances/${enc(ref)}/resume`, opts);
   }
 
-  snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo> {
-    return this.#json('POST', `/instances/${enc(ref)}/snapshots`, snapshotSchema, opts, { kind });
+  async snapshot(ref: string, kind: 'disk' | 'memory', opts?: CallOptions): Promise<SnapshotInfo> {
+    const taken = await this.#json('POST', `/instances/${enc(ref)}/snapshots`, snapshotSchema, opts, {
+      kind,
+    });
+    // A plugin that leaves out the kind took the one asked for.
+    return { ref: taken.ref, kind: taken.kind ?? kind, sizeBytes: taken.sizeBytes };
   }
 
   async deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void> {

@@ -164,6 +164,52 @@ describe('the adapter protocol handler', () => {
     }
   });
 
+  it('accepts requests shaped as a Go plugin client or any other language sends them: omitted, null and empty optional fields, unknown fields', async () => {
+    // A Go CreateRequest with nil maps (null), omitempty zero values dropped, an empty template and a newer field.
+    const created = await call('POST', '/instances', {
+      body: JSON.stringify({
+        id: 'sbx_go',
+        installation: 'inst-go',
+        template: '',
+        resources: { cpu: 1, memoryMiB: 512 },
+        env: null,
+        labels: null,
+        fromSnapshot: '',
+        ttlSeconds: 0,
+        priority: 'a field from a newer control plane',
+      }),
+    });
+    expect(created.status, await created.clone().text()).toBe(200);
+    const { ref } = (await created.json()) as { ref: string };
+    // Without env and labels at all, and without resources.
+    const bare = await call('POST', '/instances', {
+      body: JSON.stringify({ id: 'sbx_bare', installation: 'i' }),
+    });
+    expect(bare.status, await bare.clone().text()).toBe(200);
+    for (const body of [
+      { command: 'echo go', args: null, env: null, cwd: '', stdin: '', timeoutSeconds: 0 },
+      { args: ['echo', 'go'], command: '' },
+      { command: 'echo go', extra: true },
+    ]) {
+      const exec = await call('POST', `/instances/${ref}/exec`, { body: JSON.stringify(body) });
+      expect(exec.status, JSON.stringify(body)).toBe(200);
+    }
+    // Required fields, types and limits are still checked, naming the field.
+    for (const [body, field] of [
+      [{ installation: 'i' }, 'id'],
+      [{ id: 'x', installation: 'i', env: { A: 1 } }, 'env'],
+      [{ id: 'x', installation: 'i', resources: { cpu: -1 } }, 'resources.cpu'],
+    ] as const) {
+      const refused = await call('POST', '/instances', { body: JSON.stringify(body) });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(field);
+    }
+    const neither = await call('POST', `/instances/${ref}/exec`, {
+      body: JSON.stringify({ command: '', args: [] }),
+    });
+    expect(neither.status).toBe(400);
+  });
+
   it('runs behind a Lambda Function URL with the same answers (streams collected)', async () => {
     const lambda = lambdaAdapterHandler(createProtocolHandler(new FakeAdapter(), { token }));
     const event = (method: string, rawPath: string, body?: string, auth = token): LambdaFunctionURLEvent =>
@@ -200,6 +246,9 @@ describe('the adapter protocol handler', () => {
     expect(JSON.parse(String(streamed.body))).toMatchObject({ exitCode: 0 });
     const big = await lambda(event('POST', '/adapter/v1/instances', 'x'.repeat(4 * 1024 * 1024 + 1)));
     expect(big.statusCode).toBe(413);
+    // The refusal carries the protocol header too, so the client reads it as payload_too_large.
+    expect(big.headers?.['differently-adapter-protocol']).toBe('1');
+    expect(JSON.parse(String(big.body))).toMatchObject({ error: { code: 'payload_too_large' } });
   });
 });
 
@@ -235,6 +284,95 @@ describe('the remote adapter client', () => {
       },
       (error: { code: string; message: string; details: unknown }) => error,
     );
+
+  it("accepts answers shaped as the specification's own examples and a Go plugin sends them (omitted and null fields)", async () => {
+    const answers: Record<string, unknown> = {
+      // The specification's lab-fleet: no templates, regions or maxDiskGiB; no description or limitations.
+      '/adapter/v1/info': {
+        info: {
+          kind: 'lab-fleet',
+          version: '0.1',
+          trust: 'private',
+          isolation: 'KVM virtual machine',
+          protocol: '1',
+        },
+        capabilities: { features: ['exec', 'files'], maxCPU: 8, maxMemoryMiB: 16384, templates: null },
+      },
+      '/adapter/v1/capacity': { bounded: false },
+      '/adapter/v1/health': {},
+      '/adapter/v1/instances?installation=none': null,
+      '/adapter/v1/instances/r1': {
+        ref: 'r1',
+        sandboxId: 'sbx_1',
+        state: 'running',
+        region: null,
+        message: '',
+      },
+      '/adapter/v1/instances/r1/exec': { exitCode: 2, stdout: 'out' },
+      '/adapter/v1/instances/r1/files?path=%2Fwork': [
+        { name: 'a', path: '/work/a', isDir: null, modifiedAt: null },
+      ],
+      '/adapter/v1/instances/r1/snapshots': { ref: 's1' },
+      '/adapter/v1/instances?installation=empty': [],
+    };
+    reply = (path) => ({
+      status: 200,
+      body: JSON.stringify(path in answers ? answers[path] : { unexpected: path }),
+    });
+    const remote = client();
+    expect(await remote.capabilities()).toEqual({
+      features: ['exec', 'files'],
+      maxCPU: 8,
+      maxMemoryMiB: 16384,
+      maxDiskGiB: 0,
+      templates: [],
+      regions: [],
+    });
+    expect(remote.info()).toMatchObject({ kind: 'remote:lab-fleet', isolation: 'KVM virtual machine' });
+    expect(await remote.capacity()).toEqual({
+      bounded: false,
+      freeCPU: 0,
+      freeMemoryMiB: 0,
+      largestFreeCPU: 0,
+      largestFreeMemoryMiB: 0,
+    });
+    await expect(remote.health()).resolves.toBeUndefined();
+    expect(await remote.list('none')).toEqual([]);
+    expect(await remote.list('empty')).toEqual([]);
+    expect(await remote.get('r1')).toEqual({ ref: 'r1', sandboxId: 'sbx_1', state: 'running' });
+    expect(await remote.exec('r1', { command: 'x' })).toEqual({
+      exitCode: 2,
+      stdout: 'out',
+      stderr: '',
+      durationMs: 0,
+      truncated: false,
+      timedOut: false,
+    });
+    expect(await remote.listFiles('r1', '/work')).toEqual([
+      { name: 'a', path: '/work/a', isDir: false, size: 0 },
+    ]);
+    expect(await remote.snapshot('r1', 'memory')).toEqual({ ref: 's1', kind: 'memory', sizeBytes: 0 });
+    // What the specification requires is still required: an Instance without its state is refused.
+    answers['/adapter/v1/instances/r1'] = { ref: 'r1', sandboxId: 'sbx_1' };
+    expect((await failure(remote.get('r1'))).code).toBe('provider_unavailable');
+  });
+
+  it('caps a JSON answer and a file download at a stated limit, with a clear error, without reading them whole', async () => {
+    reply = () => ({
+      status: 200,
+      headers: {
+        'differently-adapter-protocol': '1',
+        'content-type': 'application/json',
+        'content-length': String(200 * 1024 * 1024),
+      },
+      body: '',
+    });
+    const json = await failure(client().get('x'));
+    expect(json.code).toBe('provider_unavailable');
+    expect(json.message).toMatch(/more than 67108864 bytes/);
+    const download = await failure(client().readFile('x', '/big'));
+    expect(download.message).toMatch(/more than 104857600 bytes/);
+  });
 
   it('refuses a server of another protocol version, naming both (E0.25)', async () => {
     reply = () => ({
