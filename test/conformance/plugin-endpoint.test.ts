@@ -8,6 +8,9 @@ import { adapterConformance } from './adapter-conformance.ts';
  *   DIFFERENTLY_CONFORMANCE_ENDPOINT=https://lab-adapter.internal:8443 \
  *   DIFFERENTLY_CONFORMANCE_TOKEN=... DIFFERENTLY_CONFORMANCE_WORKDIR=/tmp npm run conformance
  *
+ * DIFFERENTLY_CONFORMANCE_PWD, a regular expression, is what `pwd` prints in the work directory when
+ * that is not the work directory itself (a plugin that maps instance paths onto its host).
+ *
  * Skipped, with the reason printed, when no endpoint is given.
  */
 const endpoint = process.env.DIFFERENTLY_CONFORMANCE_ENDPOINT;
@@ -25,7 +28,14 @@ if (endpoint === undefined || endpoint === '') {
         process.env.DIFFERENTLY_CONFORMANCE_TOKEN,
       );
       const workdir = process.env.DIFFERENTLY_CONFORMANCE_WORKDIR ?? '/tmp';
-      return { adapter, features: (await adapter.capabilities()).features, workdir };
+      // What `pwd` prints in the work directory, when the plugin's commands see other paths than its files.
+      const pwd = process.env.DIFFERENTLY_CONFORMANCE_PWD;
+      return {
+        adapter,
+        features: (await adapter.capabilities()).features,
+        workdir,
+        ...(pwd !== undefined && pwd !== '' && { pwd: new RegExp(pwd) }),
+      };
     },
     { timeoutMs: 300_000 },
   );
