@@ -381,6 +381,22 @@ describe('API Gateway and Lambda limits', () => {
   const eightMiB = 8 * 1024 * 1024;
   const bigOutput = `head -c ${eightMiB} /dev/zero | tr '\\0' a`;
 
+  /** On each pool: a sandbox, an 8 MiB sync exec bounded, then deleted. */
+  async function expectBoundedOn(s: Setup, pools: string[]): Promise<void> {
+    for (const pool of pools) {
+      const created = sandboxSchema.parse(
+        (await s.api.post('/v1/sandboxes', s.key, { placement: { allowedPools: [pool] } })).body,
+      );
+      await waitFor(
+        () => s.get(created.id),
+        (sandbox) => sandbox.status === 'running',
+        `${pool} running`,
+      );
+      await expectBoundedExec(s, created.id);
+      await s.api.delete(`/v1/sandboxes/${created.id}`, s.key);
+    }
+  }
+
   async function expectBoundedExec(s: Setup, sandboxId: string): Promise<void> {
     const response = await fetch(`${s.runtime.url}/v1/sandboxes/${sandboxId}/exec`, {
       method: 'POST',
@@ -420,18 +436,7 @@ describe('API Gateway and Lambda limits', () => {
       },
       { adapters: { big: new FakeAdapter({ exec: bigExec }) } },
     );
-    for (const pool of ['local', 'big', 'lab']) {
-      const created = sandboxSchema.parse(
-        (await s.api.post('/v1/sandboxes', s.key, { placement: { allowedPools: [pool] } })).body,
-      );
-      await waitFor(
-        () => s.get(created.id),
-        (sandbox) => sandbox.status === 'running',
-        `${pool} running`,
-      );
-      await expectBoundedExec(s, created.id);
-      await s.api.delete(`/v1/sandboxes/${created.id}`, s.key);
-    }
+    await expectBoundedOn(s, ['local', 'big', 'lab']);
   }, 90_000);
 
   it('an 8 MiB stdout through sync exec on the OpenSandbox, Daytona and Freestyle fakes stays under the limit and says truncated', async () => {
@@ -459,18 +464,7 @@ describe('API Gateway and Lambda limits', () => {
       ],
       policy: { allowExternal: true, externalPools: ['dtn', 'fs'] },
     });
-    for (const pool of ['os', 'dtn', 'fs']) {
-      const created = sandboxSchema.parse(
-        (await s.api.post('/v1/sandboxes', s.key, { placement: { allowedPools: [pool] } })).body,
-      );
-      await waitFor(
-        () => s.get(created.id),
-        (sandbox) => sandbox.status === 'running',
-        `${pool} running`,
-      );
-      await expectBoundedExec(s, created.id);
-      await s.api.delete(`/v1/sandboxes/${created.id}`, s.key);
-    }
+    await expectBoundedOn(s, ['os', 'dtn', 'fs']);
     delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
   }, 120_000);
 

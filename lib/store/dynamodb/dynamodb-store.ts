@@ -1116,24 +1116,27 @@ function afterSortKey(partitionName: string, partition: string, sortName: string
       };
 }
 
+/** Names and values a condition refers to. */
+interface ConditionExpression {
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+}
+
+function conditionOf(condition: string, expression: ConditionExpression) {
+  return {
+    ConditionExpression: condition,
+    ...(expression.names && { ExpressionAttributeNames: expression.names }),
+    ...(expression.values && { ExpressionAttributeValues: expression.values }),
+  };
+}
+
 function put(
   label: string,
   item: Record<string, unknown>,
   condition: string,
-  expression: { names?: Record<string, string>; values?: Record<string, unknown> } = {},
+  expression: ConditionExpression = {},
 ): Action {
-  return {
-    label,
-    item: {
-      Put: {
-        TableName: '',
-        Item: item,
-        ConditionExpression: condition,
-        ...(expression.names && { ExpressionAttributeNames: expression.names }),
-        ...(expression.values && { ExpressionAttributeValues: expression.values }),
-      },
-    },
-  };
+  return { label, item: { Put: { TableName: '', Item: item, ...conditionOf(condition, expression) } } };
 }
 
 /** The chain head moves from `from` to `to` only if nobody moved it since it was read. */
@@ -1148,20 +1151,9 @@ function del(
   label: string,
   key: Record<string, string>,
   condition: string,
-  expression: { names?: Record<string, string>; values?: Record<string, unknown> } = {},
+  expression: ConditionExpression = {},
 ): Action {
-  return {
-    label,
-    item: {
-      Delete: {
-        TableName: '',
-        Key: key,
-        ConditionExpression: condition,
-        ...(expression.names && { ExpressionAttributeNames: expression.names }),
-        ...(expression.values && { ExpressionAttributeValues: expression.values }),
-      },
-    },
-  };
+  return { label, item: { Delete: { TableName: '', Key: key, ...conditionOf(condition, expression) } } };
 }
 
 function check(label: string, key: Record<string, string>, condition: string): Action {
