@@ -16,6 +16,7 @@ import { sandboxView, transitionSandbox } from './sandbox-records.ts';
 import { isTerminal } from './sandbox-state.ts';
 import { poolStatesNow } from './scheduler/placement.ts';
 import { wakeWaiters } from './scheduler/wake.ts';
+import { reservedLabelPrefix } from './schemas/common.ts';
 import {
   type CreateSandboxRequest,
   defaultTtlSeconds,
@@ -162,7 +163,9 @@ export class SandboxService {
       idempotencyKey === undefined
         ? undefined
         : {
-            key: idempotencyKey,
+            // Scoped to what the caller may see: an org-wide key, or one project's. Another project's
+            // key reusing the same Idempotency-Key makes its own sandbox and never sees this one.
+            key: `${principal.projectId ?? 'org'}/${idempotencyKey}`,
             requestHash: createHash('sha256').update(canonicalJson(request)).digest('hex'),
             expiresAt: new Date(nowDate.getTime() + idempotencyWindowSeconds * 1000).toISOString(),
           };
@@ -218,7 +221,11 @@ export class SandboxService {
     const id = record.id;
     const now = this.#now();
     const patch: SandboxPatch = { updatedAt: now.toISOString() };
-    if (request.labels !== undefined) patch.labels = request.labels;
+    if (request.labels !== undefined) {
+      // Tenants replace their own labels; the control plane's stamps (differently.dev/...) stay.
+      const system = Object.entries(record.labels).filter(([key]) => key.startsWith(reservedLabelPrefix));
+      patch.labels = { ...request.labels, ...Object.fromEntries(system) };
+    }
     if (request.ttlSeconds !== undefined) {
       if (isTerminal(record.status) || record.status === 'terminating') {
         throw errors.invalidState(`the TTL of a ${record.status} sandbox cannot change`, {

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Authenticator, Principal } from '../auth.ts';
 import { describeIssues, formatIssues } from '../config.ts';
-import { ApiError, errors, toErrorResponse } from '../errors.ts';
+import { ApiError, errors, isApiError, toErrorResponse } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
 
@@ -52,26 +52,32 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
           error: describeError(error),
         });
       }
-      return json(status, body);
+      const response = json(status, body);
+      // A 405 names the methods the path takes, as HTTP asks.
+      if (isApiError(error) && error.code === 'method_not_allowed' && Array.isArray(error.details.allow))
+        response.headers.allow = error.details.allow.join(', ');
+      return response;
     }
   };
 
   async function dispatch(request: HttpRequest): Promise<HttpResponse> {
-    let pathMatched = false;
+    const allowed: string[] = [];
     for (const candidate of compiled) {
       const match = candidate.pattern.exec(request.path);
       if (match === null) continue;
-      pathMatched = true;
+      allowed.push(candidate.definition.method);
       if (candidate.definition.method !== request.method.toUpperCase()) continue;
       const rawParams = Object.fromEntries(
-        candidate.paramNames.map((name, index) => [name, decodeURIComponent(match[index + 1] ?? '')]),
+        candidate.paramNames.map((name, index) => [name, decodePathSegment(match[index + 1] ?? '')]),
       );
       return invoke(candidate.definition, request, rawParams);
     }
-    if (pathMatched) {
-      throw errors.invalidRequest(`method ${request.method} is not allowed on ${request.path}`, {
-        method: request.method,
-      });
+    if (allowed.length > 0) {
+      throw new ApiError(
+        'method_not_allowed',
+        `method ${request.method} is not allowed on ${request.path} (allowed: ${allowed.join(', ')})`,
+        { method: request.method, allow: allowed },
+      );
     }
     throw new ApiError('not_found', `no route for ${request.method} ${request.path}`, { path: request.path });
   }
@@ -163,4 +169,18 @@ export function json(status: number, body: unknown, headers: Record<string, stri
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   };
+}
+
+/** A %-escaped path segment; a malformed escape is the caller's error, never a 500. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw errors.invalidRequest(
+      `the path segment ${JSON.stringify(segment.slice(0, 100))} is not valid %-encoding`,
+      {
+        field: 'path',
+      },
+    );
+  }
 }

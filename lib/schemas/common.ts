@@ -3,6 +3,19 @@ import { z } from 'zod';
 /** Labels tenants may set; the `differently.dev/` prefix is reserved for the control plane's own stamps. */
 export const reservedLabelPrefix = 'differently.dev/';
 
+/**
+ * Limits on what a sandbox carries, so every record stays far inside DynamoDB's 400 KB item limit (a
+ * refusal here is a 400 naming the limit, never a 500 from the store) and no tenant can make the control
+ * plane hold megabytes per sandbox.
+ */
+export const recordLimits = {
+  maxLabels: 64,
+  maxEnvVars: 128,
+  maxEnvNameLength: 256,
+  /** Names and values together, in UTF-8 bytes. */
+  maxEnvBytes: 64 * 1024,
+} as const;
+
 export const labelsSchema = z
   .record(
     z
@@ -13,6 +26,9 @@ export const labelsSchema = z
     z.string().max(255),
   )
   .superRefine((labels, ctx) => {
+    if (Object.keys(labels).length > recordLimits.maxLabels) {
+      ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxLabels} labels` });
+    }
     for (const key of Object.keys(labels)) {
       if (key.toLowerCase().startsWith(reservedLabelPrefix)) {
         ctx.addIssue({
@@ -24,10 +40,30 @@ export const labelsSchema = z
     }
   });
 
-export const envSchema = z.record(
-  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'),
-  z.string().max(32 * 1024),
-);
+export const envSchema = z
+  .record(
+    z
+      .string()
+      .max(recordLimits.maxEnvNameLength)
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'),
+    z.string().max(32 * 1024),
+  )
+  .superRefine((env, ctx) => {
+    const entries = Object.entries(env);
+    if (entries.length > recordLimits.maxEnvVars) {
+      ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxEnvVars} environment variables` });
+    }
+    const bytes = entries.reduce(
+      (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+      0,
+    );
+    if (bytes > recordLimits.maxEnvBytes) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `environment variables may hold at most ${recordLimits.maxEnvBytes} bytes in all (${bytes} sent)`,
+      });
+    }
+  });
 
 export const listQuerySchema = z.strictObject({
   cursor: z.string().max(512).optional(),

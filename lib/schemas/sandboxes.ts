@@ -3,8 +3,15 @@ import { sandboxStatuses } from '../sandbox-state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import { sandboxOperationSchema } from './operations.ts';
 
+/** CPU is reserved in quarters: every sum of quarters is exact in floating point, so quotas never drift. */
+export const cpuStep = 0.25;
+
 const resourceFields = {
-  cpu: z.number().positive().max(256),
+  cpu: z
+    .number()
+    .min(cpuStep, { error: `cpu must be at least ${cpuStep}` })
+    .max(256)
+    .multipleOf(cpuStep, { error: `cpu comes in steps of ${cpuStep}` }),
   memoryMiB: z
     .int()
     .min(128)

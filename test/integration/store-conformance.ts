@@ -4,6 +4,7 @@ import { verifyOrgChain } from '../../lib/audit-log.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SandboxStatus } from '../../lib/sandbox-state.ts';
+import { envSchema, labelsSchema, recordLimits } from '../../lib/schemas/common.ts';
 import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
 import { installationChain, type Store } from '../../lib/store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../../lib/store/records.ts';
@@ -239,6 +240,28 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
     });
 
     describe('sandboxes', () => {
+      it('stores a sandbox at every record limit the API allows (labels and env at their maximum)', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const labels = Object.fromEntries(
+          Array.from({ length: recordLimits.maxLabels }, (_, i) => [
+            `k${String(i).padStart(2, '0')}${'x'.repeat(60)}`,
+            'v'.repeat(255),
+          ]),
+        );
+        // The env's byte budget, spent on the largest values its names allow.
+        const names = Array.from(
+          { length: 2 },
+          (_, i) => `E${i}${'N'.repeat(recordLimits.maxEnvNameLength - 3)}`,
+        );
+        const valueBytes = Math.floor((recordLimits.maxEnvBytes - names.join('').length) / names.length);
+        const env = Object.fromEntries(names.map((name) => [name, 'v'.repeat(valueBytes)]));
+        expect(labelsSchema.safeParse(labels).success).toBe(true);
+        expect(envSchema.safeParse(env).success).toBe(true);
+        const sandbox = await created(store, org.id, { labels, env });
+        expect(await store.getSandbox(org.id, sandbox.id)).toEqual(sandbox);
+      });
+
       it('scopes reads to the org', async () => {
         const store = await subject.create();
         const a = await newOrg(store);

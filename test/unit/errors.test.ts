@@ -7,6 +7,7 @@ describe('error model', () => {
     unauthenticated: 401,
     forbidden: 403,
     not_found: 404,
+    method_not_allowed: 405,
     invalid_state: 409,
     conflict: 409,
     payload_too_large: 413,

@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { expectError } from '../helpers/http-client.ts';
+
+/** Defects an adversarial pass found (issue 18), each reproduced here against the local runtime. */
+describe('hardening', () => {
+  let e: E2e;
+  let orgId: string;
+
+  beforeAll(async () => {
+    e = await startE2e({ fakes: { fake: { adapter: new FakeAdapter() } } });
+    const org = z.object({ orgId: z.string() }).parse((await e.api.get('/v1/usage', e.key)).body);
+    orgId = org.orgId;
+  });
+
+  afterAll(async () => {
+    await e?.stop();
+  });
+
+  async function projectKey(name: string): Promise<string> {
+    const project = z
+      .object({ id: z.string() })
+      .parse((await e.api.post(`/v1/admin/orgs/${orgId}/projects`, e.runtime.adminKey, { name })).body);
+    return z.object({ key: z.string() }).parse(
+      (
+        await e.api.post(`/v1/admin/orgs/${orgId}/keys`, e.runtime.adminKey, {
+          name,
+          projectId: project.id,
+        })
+      ).body,
+    ).key;
+  }
+
+  it("scopes Idempotency-Key to the caller's project: another project's key reusing it gets its own sandbox", async () => {
+    const [a, b] = [await projectKey('idem-a'), await projectKey('idem-b')];
+    const create = (key: string) =>
+      fetch(`${e.runtime.url}/v1/sandboxes`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'idempotency-key': 'same-key-1',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ placement: { allowedPools: ['fake'] } }),
+      });
+    const first = await create(a);
+    const second = await create(b);
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(202);
+    expect(second.headers.get('idempotent-replayed')).toBeNull();
+    const [one, two] = [sandboxSchema.parse(await first.json()), sandboxSchema.parse(await second.json())];
+    expect(two.id).not.toBe(one.id);
+    expect(two.projectId).not.toBe(one.projectId);
+    // Within one project the key still replays.
+    const again = await create(a);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(sandboxSchema.parse(await again.json()).id).toBe(one.id);
+  });
+
+  it('refuses cpu below its minimum or off its steps of 0.25, so no sandbox runs at 0 cpu of quota', async () => {
+    for (const cpu of [0.0004, 0.1, 1.3, 1e-130]) {
+      const refused = expectError(
+        await e.api.post('/v1/sandboxes', e.key, { resources: { cpu } }),
+        400,
+        'invalid_request',
+      );
+      expect(refused.error.message).toMatch(/cpu/);
+    }
+    expect((await e.api.post('/v1/sandboxes', e.key, { resources: { cpu: 0.25 } })).status).toBe(202);
+  });
+
+  it('refuses more labels or env than a record may hold, naming the limit (never a 500 from the store)', async () => {
+    const labels = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`l${i}`, 'v']));
+    expect(
+      expectError(await e.api.post('/v1/sandboxes', e.key, { labels }), 400, 'invalid_request').error.message,
+    ).toMatch(/at most 64 labels/);
+    const env = Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`E${i}`, 'v'.repeat(30 * 1024)]));
+    expect(
+      expectError(await e.api.post('/v1/sandboxes', e.key, { env }), 400, 'invalid_request').error.message,
+    ).toMatch(/at most 65536 bytes/);
+    const many = Object.fromEntries(Array.from({ length: 129 }, (_, i) => [`E${i}`, 'v']));
+    expect(
+      expectError(await e.api.post('/v1/sandboxes', e.key, { env: many }), 400, 'invalid_request').error
+        .message,
+    ).toMatch(/at most 128 environment variables/);
+  });
+
+  it('answers a malformed %-escape in the path with 400, authenticated or not', async () => {
+    for (const key of [e.key, undefined]) {
+      const reply = await e.api.get('/v1/sandboxes/%ff', key);
+      expect([400, 401]).toContain(reply.status);
+      if (key !== undefined) expectError(reply, 400, 'invalid_request');
+    }
+    expectError(await e.api.get('/v1/sandboxes/%E0%A4%A', e.key), 400, 'invalid_request');
+  });
+
+  it('answers a wrong method with 405 and Allow', async () => {
+    const response = await fetch(`${e.runtime.url}/v1/sandboxes`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${e.key}` },
+    });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'POST']);
+    expect(await response.json()).toMatchObject({ error: { code: 'method_not_allowed' } });
+  });
+
+  it("keeps the control plane's labels when a tenant replaces its own with PATCH", async () => {
+    const parent = await e.running('fake');
+    const fork = await e.api.post(`/v1/sandboxes/${parent.id}/fork`, e.key);
+    expect(fork.status, fork.text).toBe(202);
+    const child = sandboxSchema.parse(fork.body);
+    expect(child.labels['differently.dev/forked-from']).toBe(parent.id);
+    const patched = await e.api.patch(`/v1/sandboxes/${child.id}`, e.key, { labels: { team: 'b' } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(sandboxSchema.parse(patched.body).labels).toEqual({
+      team: 'b',
+      'differently.dev/forked-from': parent.id,
+    });
+  });
+});
