@@ -16,6 +16,7 @@ import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from '.
 import { lifecycleMoves, snapshotableStatuses } from './scheduler/operations.ts';
 import type { LifecycleAction } from './schemas/operations.ts';
 import type { SandboxView } from './schemas/sandboxes.ts';
+import { encodeCursor } from './store/cursor.ts';
 import type { Page, PageRequest } from './store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from './store/records.ts';
 
@@ -256,12 +257,26 @@ export class SandboxOperations {
     return snapshot;
   }
 
+  /**
+   * The principal's snapshots, a page at a time. A project-restricted key's pages are filled from the
+   * org's listing, and its cursor names only a snapshot it may see (never another project's id).
+   */
   async listSnapshots(principal: OrgPrincipal, page: PageRequest): Promise<Page<SnapshotRecord>> {
-    const result = await this.#deps.store.listSnapshots(principal.orgId, page);
-    const visible = result.items.filter(
-      (s) => principal.projectId === null || s.projectId === principal.projectId,
-    );
-    return { items: visible, nextCursor: result.nextCursor };
+    const visible = (s: SnapshotRecord) =>
+      principal.projectId === null || s.projectId === principal.projectId;
+    if (principal.projectId === null) return this.#deps.store.listSnapshots(principal.orgId, page);
+    const items: SnapshotRecord[] = [];
+    let cursor = page.cursor;
+    for (;;) {
+      const result = await this.#deps.store.listSnapshots(principal.orgId, { cursor, limit: page.limit });
+      for (const snapshot of result.items) {
+        if (!visible(snapshot)) continue;
+        items.push(snapshot);
+        if (items.length === page.limit) return { items, nextCursor: encodeCursor(snapshot.id) };
+      }
+      if (result.nextCursor === null) return { items, nextCursor: null };
+      cursor = result.nextCursor;
+    }
   }
 
   async getSnapshot(principal: OrgPrincipal, id: string): Promise<SnapshotRecord> {

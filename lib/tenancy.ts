@@ -112,22 +112,25 @@ export class Tenancy {
   }
 
   /** A new key with the old one's org, name, role and project; the old one is revoked once the new one exists. */
+  /**
+   * A successor with the same name, role and project, and the old key revoked, in one conditional write:
+   * concurrent rotations leave exactly one successor, and a key revoked meanwhile gets none.
+   */
   async rotateKey(id: string, actor = 'admin'): Promise<KeyView & { key: string }> {
     const old = await this.#store.getKey(id);
     if (old === undefined) throw errors.notFound('key', id);
     if (old.revokedAt !== null) throw errors.invalidState(`key ${id} is revoked; create a new key instead`);
-    const created = await this.createKey(
-      old.orgId,
-      { name: old.name, role: old.role, ...(old.projectId !== null && { projectId: old.projectId }) },
-      actor,
-    );
-    await this.#store.revokeKey(id, this.#now().toISOString(), {
+    const successorId = newId('key');
+    const { key, secretHash } = mintKeySecret(successorId);
+    const now = this.#now().toISOString();
+    const successor: KeyRecord = { ...old, id: successorId, secretHash, createdAt: now, revokedAt: null };
+    await this.#store.rotateKey(id, successor, now, {
       actor,
       action: 'key.rotated',
       target: id,
-      details: { replacedBy: created.id },
+      details: { replacedBy: successorId, name: old.name, role: old.role, projectId: old.projectId },
     });
-    return created;
+    return { ...keyView(successor), key };
   }
 
   async createProject(

@@ -6,6 +6,7 @@
 
 import type { z } from 'zod';
 import { ApiError, type ErrorCode, errors } from '../../lib/errors.ts';
+import { redactSecrets } from '../../lib/redact.ts';
 import { maxJsonAnswerBytes, readBounded } from './bounded-body.ts';
 
 export interface HttpClientOptions {
@@ -89,11 +90,7 @@ export class HttpClient {
 
   /** Removes any credential from a text that may reach a message or a log. */
   redact(text: string): string {
-    let out = text;
-    for (const secret of this.#options.secrets ?? []) {
-      if (secret.length >= 4) out = out.split(secret).join('[redacted]');
-    }
-    return out;
+    return redactSecrets(text, this.#options.secrets ?? []);
   }
 
   url(path: string, query: RequestOptions['query'] = {}, base = this.#options.baseUrl): string {

@@ -25,6 +25,7 @@ import {
   type Streamer,
 } from '../../lib/adapter/contract.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
+import { redactSecrets } from '../../lib/redact.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { maxDownloadBytes, maxJsonAnswerBytes, readBounded } from '../httpx/bounded-body.ts';
 import {
@@ -337,8 +338,9 @@ export class RemoteAdapter
     const token = this.#token;
     if (token === undefined || token.length < 4) return value;
     const text = JSON.stringify(value);
-    if (!text.includes(token)) return value;
-    const parsed: T = JSON.parse(text.split(token).join('[redacted]'));
+    const redacted = redactSecrets(text, [token]);
+    if (redacted === text) return value;
+    const parsed: T = JSON.parse(redacted);
     return parsed;
   }
 

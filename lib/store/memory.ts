@@ -119,6 +119,17 @@ export class MemoryStore implements Store {
     return structuredClone(revoked);
   }
 
+  async rotateKey(oldId: string, successor: KeyRecord, at: string, audit: AuditInput): Promise<void> {
+    const old = this.#keys.get(oldId);
+    if (old === undefined) throw errors.notFound('key', oldId);
+    if (old.revokedAt !== null)
+      throw errors.invalidState(`key ${oldId} is revoked; create a new key instead`);
+    if (this.#keys.has(successor.id)) throw errors.conflict(`key ${successor.id} already exists`);
+    this.#keys.set(oldId, { ...old, revokedAt: at });
+    this.#keys.set(successor.id, structuredClone(successor));
+    this.#append(old.orgId, audit);
+  }
+
   async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
     const org = this.#orgs.get(orgId);
     if (org === undefined) throw errors.notFound('org', orgId);

@@ -78,6 +78,11 @@ export interface Store {
   getKey(id: string): Promise<KeyRecord | undefined>;
   listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>>;
   revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord>;
+  /**
+   * Revokes `oldId` and creates `successor` in one conditional write: at most one successor per key, and
+   * never one for a key already revoked (then invalid_state, and nothing is written).
+   */
+  rotateKey(oldId: string, successor: KeyRecord, at: string, audit: AuditInput): Promise<void>;
 
   /**
    * Replaces the org's quota and moves its headroom by the difference in the same write. A quota below

@@ -60,6 +60,36 @@ describe('hardening', () => {
     expect(sandboxSchema.parse(await again.json()).id).toBe(one.id);
   });
 
+  it("never shows a project-restricted key another project's snapshot id, not even in a cursor", async () => {
+    const [a, b] = [await projectKey('snap-a'), await projectKey('snap-b')];
+    const snapshotOf = async (key: string) => {
+      const sandbox = await e.running('fake', {}, key);
+      const taken = await e.api.post(`/v1/sandboxes/${sandbox.id}/snapshots`, key, {});
+      expect(taken.status, taken.text).toBe(201);
+      return z.object({ id: z.string() }).parse(taken.body).id;
+    };
+    const mine: string[] = [];
+    const theirs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      mine.push(await snapshotOf(a));
+      theirs.push(await snapshotOf(b));
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = z
+        .object({ items: z.array(z.object({ id: z.string() })), nextCursor: z.string().nullable() })
+        .parse(
+          (await e.api.get(`/v1/snapshots?limit=1${cursor === null ? '' : `&cursor=${cursor}`}`, a)).body,
+        );
+      seen.push(...page.items.map((item) => item.id));
+      cursor = page.nextCursor;
+      const decoded = cursor === null ? '' : Buffer.from(cursor, 'base64url').toString('utf8');
+      for (const id of theirs) expect(decoded).not.toContain(id);
+    } while (cursor !== null);
+    expect(seen.sort()).toEqual([...mine].sort());
+  });
+
   it('refuses cpu below its minimum or off its steps of 0.25, so no sandbox runs at 0 cpu of quota', async () => {
     for (const cpu of [0.0004, 0.1, 1.3, 1e-130]) {
       const refused = expectError(

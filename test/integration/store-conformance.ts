@@ -132,6 +132,56 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
       });
     });
 
+    describe('key rotation', () => {
+      const keyOf = (orgId: string) => ({
+        id: newId('key'),
+        orgId,
+        name: 'k',
+        role: 'member' as const,
+        projectId: null,
+        secretHash: 'b'.repeat(64),
+        createdAt: new Date().toISOString(),
+        revokedAt: null,
+      });
+
+      it('rotates in one write: five concurrent rotations of one key leave exactly one live successor', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const old = keyOf(org.id);
+        await store.createKey(old, admin);
+        const results = await Promise.all(
+          Array.from({ length: 5 }, () =>
+            codeOf(store.rotateKey(old.id, keyOf(org.id), new Date().toISOString(), admin)),
+          ),
+        );
+        expect(results.filter((r) => r === 'ok')).toHaveLength(1);
+        expect(results.filter((r) => r !== 'ok').every((r) => r === 'invalid_state')).toBe(true);
+        const live = (await store.listKeys(org.id, { limit: 20 })).items.filter((k) => k.revokedAt === null);
+        expect(live).toHaveLength(1);
+        expect(live[0]?.id).not.toBe(old.id);
+      });
+
+      it('never makes a successor for a key revoked first, even when both race', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        for (let round = 0; round < 5; round++) {
+          const old = keyOf(org.id);
+          await store.createKey(old, admin);
+          const successor = keyOf(org.id);
+          const [rotated] = await Promise.all([
+            codeOf(store.rotateKey(old.id, successor, new Date().toISOString(), admin)),
+            store.revokeKey(old.id, new Date().toISOString(), admin),
+          ]);
+          const made = await store.getKey(successor.id);
+          // Either the rotation won (then its successor lives and the old key is revoked), or the revoke
+          // did and there is no successor at all.
+          if (rotated === 'ok') expect(made?.revokedAt).toBeNull();
+          else expect([rotated, made]).toEqual(['invalid_state', undefined]);
+          expect((await store.getKey(old.id))?.revokedAt).not.toBeNull();
+        }
+      });
+    });
+
     describe('projects, quota changes, pools, views and the policy', () => {
       it('creates and pages projects per org; an unknown org is not_found', async () => {
         const store = await subject.create();

@@ -277,6 +277,45 @@ export class DynamoDbStore implements Store {
     return revoked;
   }
 
+  async rotateKey(oldId: string, successor: KeyRecord, at: string, audit: AuditInput): Promise<void> {
+    try {
+      await this.#write(successor.orgId, audit, () => [
+        {
+          label: 'old-key',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.key(oldId),
+              UpdateExpression: 'SET revokedAt = :at',
+              // Live, and of the same org: a concurrent rotation or revoke makes this whole write fail.
+              ConditionExpression:
+                'attribute_exists(PK) AND attribute_type(revokedAt, :null) AND orgId = :org',
+              ExpressionAttributeValues: { ':at': at, ':null': 'NULL', ':org': successor.orgId },
+            },
+          },
+        },
+        put(
+          'key',
+          {
+            ...keyOf.key(successor.id),
+            GSI1PK: keysParent(successor.orgId),
+            GSI1SK: successor.id,
+            ...successor,
+          },
+          'attribute_not_exists(PK)',
+        ),
+      ]);
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      if (error.failed.some((f) => f.label === 'old-key')) {
+        const old = await this.getKey(oldId);
+        if (old === undefined) throw errors.notFound('key', oldId);
+        throw errors.invalidState(`key ${oldId} is revoked; create a new key instead`);
+      }
+      throw errors.conflict(`key ${successor.id} already exists`);
+    }
+  }
+
   async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
     for (let attempt = 0; attempt < 10; attempt++) {
       const item = await this.#get(keyOf.org(orgId));
