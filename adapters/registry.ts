@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/contract.ts';
-import { type Config, formatIssues, poolConfigSchema } from '../lib/config.ts';
+import { type Config, credentialRefProblem, formatIssues, poolConfigSchema } from '../lib/config.ts';
 import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
 import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';
@@ -135,6 +135,16 @@ export function poolBuilder(config: Config, options: BuildPoolsOptions): PoolBui
     if (!parsed.success) {
       throw errors.invalidRequest(`pool ${spec.name}: ${formatIssues(parsed.error.issues)}`, {
         pool: spec.name,
+      });
+    }
+    const refused =
+      spec.credentials === undefined
+        ? undefined
+        : credentialRefProblem(spec.credentials, 'api', config.runtimePoolEnvPrefix);
+    if (refused !== undefined) {
+      throw errors.invalidRequest(`pool ${spec.name}: credentials: ${refused}`, {
+        pool: spec.name,
+        field: 'credentials',
       });
     }
     if (!config.devMode && (spec.adapter === 'devhost' || spec.adapter === 'fake')) {

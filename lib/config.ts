@@ -18,6 +18,35 @@ export const devOnlyAdapterKinds: ReadonlySet<string> = new Set(['devhost', 'fak
 
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/**
+ * Environment variables that belong to the control plane or its runtime (its own settings, the AWS
+ * session credentials of the function's role, the Lambda runtime's): no pool may name them, or a pool
+ * would send them to an endpoint of the caller's choice.
+ */
+export const reservedEnvPrefixes = ['AWS_', 'DIFFERENTLY_', 'LAMBDA_', '_X_AMZN_', 'POWERTOOLS_'] as const;
+
+/** Why a pool's credential reference is not allowed where it comes from, or undefined when it is. */
+export function credentialRefProblem(
+  ref: { env: string } | { secretArn: string },
+  origin: 'config' | 'api',
+  runtimePoolEnvPrefix: string,
+): string | undefined {
+  if ('env' in ref) {
+    const reserved = reservedEnvPrefixes.find((prefix) => ref.env.toUpperCase().startsWith(prefix));
+    if (reserved !== undefined)
+      return `credentials.env may not name the control plane's or the runtime's own variables (${reserved}*)`;
+    if (origin === 'api' && !ref.env.startsWith(runtimePoolEnvPrefix))
+      return `pools added through the admin API may name only variables under ${runtimePoolEnvPrefix} (runtimePoolEnvPrefix)`;
+    return undefined;
+  }
+  if (origin === 'api' && !ref.secretArn.includes(`:secret:${runtimePoolSecretName}`))
+    return `pools added through the admin API may name only secrets under ${runtimePoolSecretName}`;
+  return undefined;
+}
+
+/** Secrets of pools added through the admin API live under this name prefix (the functions' IAM grant). */
+export const runtimePoolSecretName = 'differently/pools/';
+
 export const credentialRefSchema = z.union([
   z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }),
   z.strictObject({ secretArn: z.string().startsWith('arn:', 'a Secrets Manager secret ARN') }),
@@ -94,6 +123,18 @@ export const configSchema = z
     templates: z.array(templateSchema).default([]),
     profiles: z.record(nameKey, profileSchema).default({}),
     classifications: z.record(nameKey, classificationSchema).default(defaultClassifications),
+    /**
+     * The only environment variables a pool added through the admin API may take its credential from
+     * (locally; on AWS such pools use secrets under differently/pools/). The operator opts variables in
+     * by naming them under this prefix.
+     */
+    runtimePoolEnvPrefix: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*_$/, 'a variable-name prefix ending in _')
+      .refine((prefix) => !reservedEnvPrefixes.some((reserved) => prefix.toUpperCase().startsWith(reserved)), {
+        message: `may not be under ${reservedEnvPrefixes.join(', ')}`,
+      })
+      .default('POOL_CREDENTIAL_'),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: placementPolicySchema.default({ allowExternal: false, externalPools: [] }),
     scheduler: z
@@ -173,6 +214,13 @@ export const configSchema = z
         });
       }
       seen.add(pool.name);
+      const problem =
+        pool.credentials === undefined
+          ? undefined
+          : credentialRefProblem(pool.credentials, 'config', config.runtimePoolEnvPrefix);
+      if (problem !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['pools', index, 'credentials'], message: problem });
+      }
       if (!config.devMode && devOnlyAdapterKinds.has(pool.adapter)) {
         ctx.addIssue({
           code: 'custom',

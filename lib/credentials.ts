@@ -1,4 +1,4 @@
-import type { PoolConfig } from './config.ts';
+import { type PoolConfig, runtimePoolSecretName } from './config.ts';
 import { errors } from './errors.ts';
 
 export type CredentialRef = NonNullable<PoolConfig['credentials']>;
@@ -52,7 +52,7 @@ export function credentialResolver(
 }
 
 /** The secret-name prefix the functions may read: where credentials of pools added through the admin API live. */
-export const runtimePoolSecretPrefix = 'differently/pools/';
+export const runtimePoolSecretPrefix = runtimePoolSecretName;
 
 /** The Secrets Manager ARNs a config references: exactly what the functions are granted to read. */
 export function referencedSecretArns(pools: readonly PoolConfig[]): string[] {

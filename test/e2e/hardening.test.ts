@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { parseConfig } from '../../lib/config.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError } from '../helpers/http-client.ts';
@@ -88,6 +89,48 @@ describe('hardening', () => {
       for (const id of theirs) expect(decoded).not.toContain(id);
     } while (cursor !== null);
     expect(seen.sort()).toEqual([...mine].sort());
+  });
+
+  it("refuses a pool credential reference outside the operator's rules, before reading any value", async () => {
+    process.env.POOL_CREDENTIAL_HARDENING = 'allowed-token-value-0123';
+    try {
+      for (const [credentials, rule] of [
+        [{ env: 'DIFFERENTLY_ADMIN_KEY' }, /DIFFERENTLY_\*/],
+        [{ env: 'AWS_SECRET_ACCESS_KEY' }, /AWS_\*/],
+        [{ env: 'HOME' }, /only variables under POOL_CREDENTIAL_/],
+        [
+          { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf' },
+          /differently\/pools\//,
+        ],
+      ] as const) {
+        const refused = expectError(
+          await e.api.post('/v1/admin/pools', e.runtime.adminKey, {
+            name: 'leaky',
+            adapter: 'remote',
+            config: { endpoint: 'http://127.0.0.1:9' },
+            credentials,
+          }),
+          400,
+          'invalid_request',
+        );
+        expect(refused.error.message).toMatch(rule);
+      }
+      // The operator's opted-in variable is accepted (the plugin's reachability is another matter).
+      const accepted = await e.api.post('/v1/admin/pools', e.runtime.adminKey, {
+        name: 'allowed',
+        adapter: 'remote',
+        config: { endpoint: 'http://127.0.0.1:9' },
+        credentials: { env: 'POOL_CREDENTIAL_HARDENING' },
+      });
+      expect(accepted.status, accepted.text).toBe(201);
+      await e.api.delete('/v1/admin/pools/allowed', e.runtime.adminKey);
+    } finally {
+      delete process.env.POOL_CREDENTIAL_HARDENING;
+    }
+    // The config file's pools: any variable but the control plane's and the runtime's own.
+    expect(() =>
+      parseConfig({ pools: [{ name: 'p', adapter: 'remote', credentials: { env: 'AWS_SESSION_TOKEN' } }] }),
+    ).toThrow(/pools\[0\]\.credentials: .*AWS_\*/);
   });
 
   it('refuses cpu below its minimum or off its steps of 0.25, so no sandbox runs at 0 cpu of quota', async () => {

@@ -228,14 +228,14 @@ describe('pools and policy at runtime', () => {
       [{ name: 'x', adapter: 'fake', surprise: true }, /surprise/],
       [{ name: 'x', adapter: 'devhost', config: { root: 42 } }, /config is not valid: root/],
       [
-        { name: 'x', adapter: 'fake', credentials: { env: 'DIFFERENTLY_TEST_UNSET_VARIABLE' } },
-        /DIFFERENTLY_TEST_UNSET_VARIABLE is not set/,
+        { name: 'x', adapter: 'fake', credentials: { env: 'POOL_CREDENTIAL_UNSET_TEST' } },
+        /POOL_CREDENTIAL_UNSET_TEST is not set/,
       ],
       [
         {
           name: 'x',
           adapter: 'fake',
-          credentials: { secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:x' },
+          credentials: { secretArn: 'arn:aws:secretsmanager:eu-west-1:1:secret:differently/pools/x' },
         },
         /Secrets Manager/,
       ],
@@ -265,19 +265,19 @@ describe('pools and policy at runtime', () => {
   });
 
   it('never returns a credential value, only its reference', async () => {
-    process.env.DIFFERENTLY_TEST_LAB_TOKEN = 'super-secret-token-value';
+    process.env.POOL_CREDENTIAL_LAB = 'super-secret-token-value';
     try {
       const pool = await admin.admin.createPool({
         name: 'secret',
         adapter: 'fake',
-        credentials: { env: 'DIFFERENTLY_TEST_LAB_TOKEN' },
+        credentials: { env: 'POOL_CREDENTIAL_LAB' },
       });
-      expect(pool.credentials).toEqual({ env: 'DIFFERENTLY_TEST_LAB_TOKEN' });
+      expect(pool.credentials).toEqual({ env: 'POOL_CREDENTIAL_LAB' });
       const everything = JSON.stringify([await admin.admin.listPools(), await admin.admin.getPool('secret')]);
       expect(everything).not.toContain('super-secret-token-value');
       await admin.admin.deletePool('secret');
     } finally {
-      delete process.env.DIFFERENTLY_TEST_LAB_TOKEN;
+      delete process.env.POOL_CREDENTIAL_LAB;
     }
   });
 

@@ -17,7 +17,7 @@ describe('provider pools end to end', () => {
   };
 
   beforeAll(async () => {
-    process.env.DIFFERENTLY_TEST_OS_KEY = 'os-e2e-key-0123456789';
+    process.env.POOL_CREDENTIAL_OS = 'os-e2e-key-0123456789';
     await Promise.all(Object.values(fakes).map((fake) => fake.start()));
     e = await startE2e();
     admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey });
@@ -27,7 +27,7 @@ describe('provider pools end to end', () => {
   afterAll(async () => {
     await e?.stop();
     await Promise.all(Object.values(fakes).map((fake) => fake.stop()));
-    delete process.env.DIFFERENTLY_TEST_OS_KEY;
+    delete process.env.POOL_CREDENTIAL_OS;
   });
 
   it('runs a sandbox on an OpenSandbox pool: create, exec, files, snapshot, restore, delete', async () => {
@@ -36,7 +36,7 @@ describe('provider pools end to end', () => {
       adapter: 'opensandbox',
       trust: 'private',
       config: { apiURL: fakes.opensandbox.url, pollIntervalMs: 10 },
-      credentials: { env: 'DIFFERENTLY_TEST_OS_KEY' },
+      credentials: { env: 'POOL_CREDENTIAL_OS' },
     });
     expect(pool).toMatchObject({ adapter: 'opensandbox', trust: 'private', health: { healthy: true } });
     expect(pool.features).toEqual(

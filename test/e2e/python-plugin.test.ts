@@ -12,7 +12,7 @@ describe('the Python reference plugin as a remote pool on the local runtime', ()
   let tenant: DifferentlyClient;
 
   beforeAll(async () => {
-    process.env.DIFFERENTLY_TEST_PY_TOKEN = token;
+    process.env.POOL_CREDENTIAL_PY = token;
     plugin = await startPythonPlugin(token);
     e = await startE2e();
     admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey });
@@ -22,7 +22,7 @@ describe('the Python reference plugin as a remote pool on the local runtime', ()
   afterAll(async () => {
     await e?.stop();
     await plugin?.stop();
-    delete process.env.DIFFERENTLY_TEST_PY_TOKEN;
+    delete process.env.POOL_CREDENTIAL_PY;
   });
 
   it('registers, runs create, exec, streamed exec and files, deletes, and reconciles with nothing orphaned', async () => {
@@ -31,7 +31,7 @@ describe('the Python reference plugin as a remote pool on the local runtime', ()
       adapter: 'remote',
       maxConcurrency: 5,
       config: { endpoint: plugin.url },
-      credentials: { env: 'DIFFERENTLY_TEST_PY_TOKEN' },
+      credentials: { env: 'POOL_CREDENTIAL_PY' },
     });
     expect(pool).toMatchObject({ adapter: 'remote', health: { healthy: true } });
     expect(pool.features).toEqual(['exec', 'exec.stream', 'files']);

@@ -29,8 +29,8 @@ describe('a remote pool on the local runtime, with the plugin server in a child 
   let tenant: DifferentlyClient;
 
   beforeAll(async () => {
-    process.env.DIFFERENTLY_TEST_LAB_TOKEN = 'lab-token-0123456789abcdef';
-    plugin = await startPlugin(process.env.DIFFERENTLY_TEST_LAB_TOKEN);
+    process.env.POOL_CREDENTIAL_LAB = 'lab-token-0123456789abcdef';
+    plugin = await startPlugin(process.env.POOL_CREDENTIAL_LAB);
     e = await startE2e();
     admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey });
     tenant = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.key });
@@ -39,7 +39,7 @@ describe('a remote pool on the local runtime, with the plugin server in a child 
   afterAll(async () => {
     plugin?.child.kill('SIGTERM');
     await e?.stop();
-    delete process.env.DIFFERENTLY_TEST_LAB_TOKEN;
+    delete process.env.POOL_CREDENTIAL_LAB;
   });
 
   it('registers the pool and shows what the plugin declares, with the operator trust', async () => {
@@ -49,7 +49,7 @@ describe('a remote pool on the local runtime, with the plugin server in a child 
       region: 'lab-1',
       maxConcurrency: 20,
       config: { endpoint: plugin.url },
-      credentials: { env: 'DIFFERENTLY_TEST_LAB_TOKEN' },
+      credentials: { env: 'POOL_CREDENTIAL_LAB' },
     });
     expect(pool).toMatchObject({
       name: 'lab',

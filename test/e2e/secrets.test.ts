@@ -17,12 +17,12 @@ import { ChaosAdapter, seededRandom } from '../soak/soak.ts';
  * every lifecycle event is searched: no credential appears anywhere.
  */
 const secrets = {
-  DIFFERENTLY_SECRET_OPENSANDBOX: 'os-SECRET-3f9c2a7e51d84b06',
-  DIFFERENTLY_SECRET_DAYTONA: 'dtn-SECRET-8b41e07c9a2d5f13',
-  DIFFERENTLY_SECRET_FREESTYLE: 'fs-SECRET-c6d0a95e27f4b318',
-  DIFFERENTLY_SECRET_REMOTE: 'rm-SECRET-51a7f3c08e9d2b64',
-  DIFFERENTLY_SECRET_WRONG: 'wrong-SECRET-0d6e2b9f4c17a853',
-  DIFFERENTLY_SECRET_FAKE: 'fake-SECRET-a2c4e6f8b1d3f5a7',
+  SECRETS_TEST_OPENSANDBOX: 'os-SECRET-3f9c2a7e51d84b06',
+  SECRETS_TEST_DAYTONA: 'dtn-SECRET-8b41e07c9a2d5f13',
+  SECRETS_TEST_FREESTYLE: 'fs-SECRET-c6d0a95e27f4b318',
+  SECRETS_TEST_REMOTE: 'rm-SECRET-51a7f3c08e9d2b64',
+  SECRETS_TEST_WRONG: 'wrong-SECRET-0d6e2b9f4c17a853',
+  SECRETS_TEST_FAKE: 'fake-SECRET-a2c4e6f8b1d3f5a7',
 };
 
 describe('credentials never leak', () => {
@@ -30,9 +30,9 @@ describe('credentials never leak', () => {
   const bodies: string[] = [];
   let runtime: LocalRuntime;
   let plugin: AdapterServer;
-  const opensandbox = new OpenSandboxFake({ apiKey: secrets.DIFFERENTLY_SECRET_OPENSANDBOX });
-  const daytona = new DaytonaFake({ apiKey: secrets.DIFFERENTLY_SECRET_DAYTONA });
-  const freestyle = new FreestyleFake({ apiKey: secrets.DIFFERENTLY_SECRET_FREESTYLE });
+  const opensandbox = new OpenSandboxFake({ apiKey: secrets.SECRETS_TEST_OPENSANDBOX });
+  const daytona = new DaytonaFake({ apiKey: secrets.SECRETS_TEST_DAYTONA });
+  const freestyle = new FreestyleFake({ apiKey: secrets.SECRETS_TEST_FREESTYLE });
 
   beforeAll(async () => {
     Object.assign(process.env, secrets);
@@ -45,13 +45,11 @@ describe('credentials never leak', () => {
         return await original(request);
       } catch {
         throw errors.providerUnavailable(
-          `plugin says: token ${secrets.DIFFERENTLY_SECRET_REMOTE} is fine, backend is not`,
+          `plugin says: token ${secrets.SECRETS_TEST_REMOTE} is fine, backend is not`,
         );
       }
     };
-    plugin = await startAdapterServer(
-      createProtocolHandler(chaos, { token: secrets.DIFFERENTLY_SECRET_REMOTE }),
-    );
+    plugin = await startAdapterServer(createProtocolHandler(chaos, { token: secrets.SECRETS_TEST_REMOTE }));
     const capture =
       (level: string): ((message: string, extra?: Record<string, unknown>) => void) =>
       (message, extra) => {
@@ -72,39 +70,39 @@ describe('credentials never leak', () => {
             name: 'os',
             adapter: 'opensandbox',
             config: { apiURL: opensandbox.url, ...fast },
-            credentials: { env: 'DIFFERENTLY_SECRET_OPENSANDBOX' },
+            credentials: { env: 'SECRETS_TEST_OPENSANDBOX' },
           },
           {
             name: 'os-wrong',
             adapter: 'opensandbox',
             config: { apiURL: opensandbox.url, ...fast },
-            credentials: { env: 'DIFFERENTLY_SECRET_WRONG' },
+            credentials: { env: 'SECRETS_TEST_WRONG' },
           },
           {
             name: 'dtn',
             adapter: 'daytona',
             config: { apiURL: `${daytona.url}/api`, ...fast },
-            credentials: { env: 'DIFFERENTLY_SECRET_DAYTONA' },
+            credentials: { env: 'SECRETS_TEST_DAYTONA' },
           },
           {
             name: 'fs',
             adapter: 'freestyle',
             config: { apiURL: freestyle.url, ...fast },
-            credentials: { env: 'DIFFERENTLY_SECRET_FREESTYLE' },
+            credentials: { env: 'SECRETS_TEST_FREESTYLE' },
           },
           {
             name: 'plugin',
             adapter: 'remote',
             config: { endpoint: plugin.url },
-            credentials: { env: 'DIFFERENTLY_SECRET_REMOTE' },
+            credentials: { env: 'SECRETS_TEST_REMOTE' },
           },
           {
             name: 'plugin-wrong',
             adapter: 'remote',
             config: { endpoint: plugin.url },
-            credentials: { env: 'DIFFERENTLY_SECRET_WRONG' },
+            credentials: { env: 'SECRETS_TEST_WRONG' },
           },
-          { name: 'fake', adapter: 'fake', credentials: { env: 'DIFFERENTLY_SECRET_FAKE' } },
+          { name: 'fake', adapter: 'fake', credentials: { env: 'SECRETS_TEST_FAKE' } },
         ],
         policy: { allowExternal: true, externalPools: ['dtn', 'fs'] },
         scheduler: { maxAttempts: 2 },
@@ -153,15 +151,15 @@ describe('credentials never leak', () => {
     // Providers that quote the key back in their errors, and outages.
     opensandbox.faults.failCreate = {
       status: 400,
-      code: `BAD_KEY_${secrets.DIFFERENTLY_SECRET_OPENSANDBOX}`,
+      code: `BAD_KEY_${secrets.SECRETS_TEST_OPENSANDBOX}`,
     };
     daytona.faults.failCreate = {
       status: 500,
-      message: `upstream rejected ${secrets.DIFFERENTLY_SECRET_DAYTONA}`,
+      message: `upstream rejected ${secrets.SECRETS_TEST_DAYTONA}`,
     };
     freestyle.faults.failCreate = {
       status: 503,
-      code: `UNAVAILABLE_${secrets.DIFFERENTLY_SECRET_FREESTYLE}`,
+      code: `UNAVAILABLE_${secrets.SECRETS_TEST_FREESTYLE}`,
     };
     const ids: string[] = [];
     for (let round = 0; round < 3; round++) {

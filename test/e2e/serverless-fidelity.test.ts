@@ -87,8 +87,8 @@ const started: { stop(): Promise<void> }[] = [];
 
 afterEach(async () => {
   for (const each of started.splice(0).reverse()) await each.stop();
-  delete process.env.DIFFERENTLY_TEST_FIDELITY_TOKEN;
-  delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
+  delete process.env.FIDELITY_TOKEN;
+  delete process.env.FIDELITY_OS_KEY;
 });
 
 async function setup(
@@ -115,12 +115,12 @@ async function setup(
 }
 
 function remotePool(plugin: Plugin) {
-  process.env.DIFFERENTLY_TEST_FIDELITY_TOKEN = token;
+  process.env.FIDELITY_TOKEN = token;
   return {
     name: 'lab',
     adapter: 'remote',
     config: { endpoint: plugin.url },
-    credentials: { env: 'DIFFERENTLY_TEST_FIDELITY_TOKEN' },
+    credentials: { env: 'FIDELITY_TOKEN' },
   };
 }
 
@@ -341,7 +341,7 @@ describe("OpenSandbox readiness within the scheduler's time", () => {
     const server = new OpenSandboxFake({ apiKey: 'os-ready-key-0123456789' });
     await server.start();
     started.push(server);
-    process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY = 'os-ready-key-0123456789';
+    process.env.FIDELITY_OS_KEY = 'os-ready-key-0123456789';
     const s = await setup({
       // The adapter would wait 180 s; the scheduler allows 5.
       pools: [
@@ -350,7 +350,7 @@ describe("OpenSandbox readiness within the scheduler's time", () => {
           adapter: 'opensandbox',
           trust: 'private',
           config: { apiURL: server.url, pollIntervalMs: 10, readyTimeoutSeconds: 180 },
-          credentials: { env: 'DIFFERENTLY_TEST_FIDELITY_OS_KEY' },
+          credentials: { env: 'FIDELITY_OS_KEY' },
         },
       ],
       scheduler: { provisionTimeoutSeconds: 5 },
@@ -373,7 +373,7 @@ describe("OpenSandbox readiness within the scheduler's time", () => {
     ).toBe(null);
     await s.runtime.plane.pools.sync(true);
     expect(s.runtime.plane.pools.health('os')).toEqual({ healthy: true, reason: null });
-    delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
+    delete process.env.FIDELITY_OS_KEY;
   }, 60_000);
 });
 
@@ -449,7 +449,7 @@ describe('API Gateway and Lambda limits', () => {
     started.push({
       stop: async () => void (await Promise.all(Object.values(fakes).map((fake) => fake.stop()))),
     });
-    process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY = 'os-fidelity-key-0123456789';
+    process.env.FIDELITY_OS_KEY = 'os-fidelity-key-0123456789';
     const s = await setup({
       pools: [
         {
@@ -457,7 +457,7 @@ describe('API Gateway and Lambda limits', () => {
           adapter: 'opensandbox',
           trust: 'private',
           config: { apiURL: fakes.os.url, pollIntervalMs: 10 },
-          credentials: { env: 'DIFFERENTLY_TEST_FIDELITY_OS_KEY' },
+          credentials: { env: 'FIDELITY_OS_KEY' },
         },
         { name: 'dtn', adapter: 'daytona', config: { apiURL: `${fakes.dtn.url}/api`, pollIntervalMs: 10 } },
         { name: 'fs', adapter: 'freestyle', config: { apiURL: fakes.fs.url, pollIntervalMs: 10 } },
@@ -465,7 +465,7 @@ describe('API Gateway and Lambda limits', () => {
       policy: { allowExternal: true, externalPools: ['dtn', 'fs'] },
     });
     await expectBoundedOn(s, ['os', 'dtn', 'fs']);
-    delete process.env.DIFFERENTLY_TEST_FIDELITY_OS_KEY;
+    delete process.env.FIDELITY_OS_KEY;
   }, 120_000);
 
   it('refuses a config whose exec output cap could exceed the response limit', () => {
