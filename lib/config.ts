@@ -131,9 +131,12 @@ export const configSchema = z
     runtimePoolEnvPrefix: z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*_$/, 'a variable-name prefix ending in _')
-      .refine((prefix) => !reservedEnvPrefixes.some((reserved) => prefix.toUpperCase().startsWith(reserved)), {
-        message: `may not be under ${reservedEnvPrefixes.join(', ')}`,
-      })
+      .refine(
+        (prefix) => !reservedEnvPrefixes.some((reserved) => prefix.toUpperCase().startsWith(reserved)),
+        {
+          message: `may not be under ${reservedEnvPrefixes.join(', ')}`,
+        },
+      )
       .default('POOL_CREDENTIAL_'),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: placementPolicySchema.default({ allowExternal: false, externalPools: [] }),
