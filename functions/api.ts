@@ -59,6 +59,8 @@ export interface ResponseSink {
   start(status: number, headers: Record<string, string>): void;
   write(chunk: string | Buffer): void;
   end(): void;
+  /** Aborted when the client disconnects before the end: streamed work is cancelled with it. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface ResponseSink {
  */
 export function createStreamingApiHandler(plane: ControlPlane) {
   return async (event: APIGatewayProxyEvent, sink: ResponseSink): Promise<void> => {
-    const response = await plane.handleHttp(requestFromEvent(event));
+    const response = await plane.handleHttp({ ...requestFromEvent(event), signal: sink.signal });
     sink.start(response.status, response.headers);
     try {
       if (response.stream !== undefined) await response.stream((chunk) => sink.write(chunk));
@@ -105,7 +107,12 @@ export const streamHandler =
     ? undefined
     : awslambda.streamifyResponse(async (event, responseStream) => {
         let out: NodeJS.WritableStream = responseStream;
+        // The response stream closes early when API Gateway's client disconnects.
+        const disconnected = new AbortController();
+        responseStream.on('close', () => disconnected.abort());
+        responseStream.on('error', () => disconnected.abort());
         await (await streamingApiHandler())(event, {
+          signal: disconnected.signal,
           start: (statusCode, headers) => {
             out = awslambda.HttpResponseStream.from(responseStream, { statusCode, headers });
           },

@@ -29,6 +29,8 @@ export async function prepareExecStream(
   principal: OrgPrincipal,
   id: string,
   request: ExecRequest,
+  /** The client went away: the command is cancelled on the backend (devhost kills its process group). */
+  cancelled?: AbortSignal,
 ): Promise<(send: (line: ExecStreamLine) => void) => Promise<void>> {
   if (request.timeoutSeconds !== undefined && request.timeoutSeconds > maxStreamSeconds) {
     throw errors.invalidRequest(`timeoutSeconds can be at most ${maxStreamSeconds} for a streamed exec`, {
@@ -46,7 +48,8 @@ export async function prepareExecStream(
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;
   const timeoutSeconds = request.timeoutSeconds ?? maxStreamSeconds;
-  const options = { signal: AbortSignal.timeout((timeoutSeconds + 30) * 1000) };
+  const limit = AbortSignal.timeout((timeoutSeconds + 30) * 1000);
+  const options = { signal: cancelled === undefined ? limit : AbortSignal.any([limit, cancelled]) };
   return async (send) => {
     try {
       if (streams) {

@@ -322,8 +322,8 @@ export class SandboxService {
   }
 
   /** Streamed exec: checks now, output later (see lib/exec-stream.ts). */
-  async execStream(principal: OrgPrincipal, id: string, request: ExecRequest) {
-    return prepareExecStream(this.#deps, this, principal, id, request);
+  async execStream(principal: OrgPrincipal, id: string, request: ExecRequest, cancelled?: AbortSignal) {
+    return prepareExecStream(this.#deps, this, principal, id, request, cancelled);
   }
 
   /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */

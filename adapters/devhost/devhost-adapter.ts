@@ -65,6 +65,18 @@ const snapshotsDir = '.snapshots';
 const snapshotRefPattern = /^dsnap_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /**
+ * Commands running on this host, by instance. Module state on purpose: the host is devhost's backend,
+ * shared by every container of this process, so a delete through any of them ends the instance's commands.
+ */
+const runningCommands = new Map<string, Set<AbortController>>();
+
+/** Ends every devhost command of this process (the local runtime's shutdown). */
+export function endDevhostCommands(): void {
+  for (const commands of runningCommands.values()) for (const command of commands) command.abort();
+  runningCommands.clear();
+}
+
+/**
  * Runs sandboxes as directories on this host and commands as host processes: no isolation, so it is
  * allowed in dev mode only. The sandbox's `/` is its `fs` directory; cwd and file paths resolve there.
  * The control plane's own environment is never passed to commands (it may hold keys).
@@ -159,6 +171,9 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
 
   async delete(ref: string): Promise<void> {
     if (!isId('sandbox', ref)) return;
+    // A sandbox's processes end with it.
+    for (const command of runningCommands.get(ref) ?? []) command.abort();
+    runningCommands.delete(ref);
     await rm(this.#dir(ref), { recursive: true, force: true });
   }
 
@@ -284,6 +299,12 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
       devhostMaxTimeoutSeconds,
     );
+    // Registered under the instance: its commands end with it (delete), and with this process.
+    const ended = new AbortController();
+    const running = runningCommands.get(ref) ?? new Set<AbortController>();
+    running.add(ended);
+    runningCommands.set(ref, running);
+    const signal = opts?.signal === undefined ? ended.signal : AbortSignal.any([opts.signal, ended.signal]);
     return runProcess({
       argv: request.command !== undefined ? [request.command] : (request.args ?? []),
       shell: request.command !== undefined,
@@ -297,15 +318,20 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       },
       stdin: request.stdin,
       timeoutSeconds,
-      signal: opts?.signal,
+      signal,
       onOutput,
-    }).catch((error: unknown) => {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'EACCES') {
-        throw adapterErrors.invalidRequest(`cannot run ${request.args?.[0] ?? 'the command'}: ${code}`);
-      }
-      throw error;
-    });
+    })
+      .catch((error: unknown) => {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'EACCES') {
+          throw adapterErrors.invalidRequest(`cannot run ${request.args?.[0] ?? 'the command'}: ${code}`);
+        }
+        throw error;
+      })
+      .finally(() => {
+        running.delete(ended);
+        if (running.size === 0 && runningCommands.get(ref) === running) runningCommands.delete(ref);
+      });
   }
 
   /** Maps an absolute sandbox path to the host, refusing anything that escapes the sandbox's root. */

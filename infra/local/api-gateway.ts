@@ -38,6 +38,7 @@ export function apiGateway(options: ApiGatewayOptions): ApiHandler {
         },
         write: (chunk) => sink.write(chunk),
         end: () => sink.end(),
+        ...(sink.signal !== undefined && { signal: sink.signal }),
       };
       try {
         await options.streaming.invoke((handler) => handler(event, tracked));

@@ -58,8 +58,14 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
     }
     chunks.push(chunk as Buffer);
   }
+  // A client that goes away before the answer is complete cancels what the answer was waiting on.
+  const disconnected = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) disconnected.abort();
+  });
   // The streaming handler: streamed routes are written as produced, others at once.
   await handler(toEvent(req, Buffer.concat(chunks)), {
+    signal: disconnected.signal,
     start: (status, headers) => {
       res.writeHead(status, headers);
       res.flushHeaders();

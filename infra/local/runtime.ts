@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { createApiHandler, createStreamingApiHandler } from '../../functions/api.ts';
 import { createOperationsHandler } from '../../functions/operations.ts';
@@ -290,6 +291,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     },
     async stop() {
       await http.stop();
+      // Host processes of devhost sandboxes end with the runtime.
+      endDevhostCommands();
       await Promise.all(timers.map((timer) => timer.stop()));
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sqs.stop();

@@ -259,9 +259,10 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       body: execRequestSchema,
       responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
       query: execQuerySchema,
-      handle: async ({ principal, params, body, query }) => {
+      handle: async ({ principal, params, body, query, request }) => {
         if (query.stream === '1') {
-          const produce = await sandboxes.execStream(requireOrg(principal), params.id, body);
+          // A client that disconnects cancels the command on the backend.
+          const produce = await sandboxes.execStream(requireOrg(principal), params.id, body, request.signal);
           return {
             status: 200,
             headers: { 'content-type': 'application/x-ndjson' },

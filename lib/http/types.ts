@@ -10,6 +10,8 @@ export interface HttpRequest {
   headers: Record<string, string>;
   body: Buffer | undefined;
   requestId: string;
+  /** Aborted when the client goes away before the answer is complete (streamed routes stop their work). */
+  signal?: AbortSignal | undefined;
 }
 
 export interface HttpResponse {

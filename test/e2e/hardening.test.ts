@@ -4,7 +4,7 @@ import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
-import { expectError } from '../helpers/http-client.ts';
+import { expectError, waitFor } from '../helpers/http-client.ts';
 
 /** Defects an adversarial pass found (issue 18), each reproduced here against the local runtime. */
 describe('hardening', () => {
@@ -131,6 +131,67 @@ describe('hardening', () => {
     expect(() =>
       parseConfig({ pools: [{ name: 'p', adapter: 'remote', credentials: { env: 'AWS_SESSION_TOKEN' } }] }),
     ).toThrow(/pools\[0\]\.credentials: .*AWS_\*/);
+  });
+
+  /** Starts `echo $$; loop` as a streamed exec on devhost; resolves with the shell's pid. */
+  async function loopingCommand(sandboxId: string, client: AbortController): Promise<number> {
+    const response = await fetch(`${e.runtime.url}/v1/sandboxes/${sandboxId}/exec?stream=1`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${e.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ command: 'echo $$; while true; do sleep 0.2; done' }),
+      signal: client.signal,
+    });
+    const reader = response.body?.getReader();
+    let text = '';
+    while (!text.includes('\n')) {
+      const chunk = await reader?.read();
+      if (chunk === undefined || chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    const pid = Number(
+      z
+        .object({ data: z.string() })
+        .parse(JSON.parse(text.split('\n')[0] ?? ''))
+        .data.trim(),
+    );
+    expect(Number.isInteger(pid) && pid > 0).toBe(true);
+    return pid;
+  }
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('cancels a streamed command on the backend when the client disconnects', async () => {
+    const sandbox = await e.running('local');
+    const client = new AbortController();
+    const pid = await loopingCommand(sandbox.id, client);
+    expect(alive(pid)).toBe(true);
+    client.abort();
+    await waitFor(
+      async () => alive(pid),
+      (running) => !running,
+      'the command to end with its client',
+    );
+  });
+
+  it("ends a devhost sandbox's commands with the sandbox", async () => {
+    const sandbox = await e.running('local');
+    const client = new AbortController();
+    const pid = await loopingCommand(sandbox.id, client);
+    expect((await e.api.delete(`/v1/sandboxes/${sandbox.id}`, e.key)).status).toBe(202);
+    await e.until(sandbox.id, 'terminated');
+    await waitFor(
+      async () => alive(pid),
+      (running) => !running,
+      'the command to end with its sandbox',
+    );
+    client.abort();
   });
 
   it('refuses cpu below its minimum or off its steps of 0.25, so no sandbox runs at 0 cpu of quota', async () => {

@@ -124,6 +124,64 @@ describe('at least once, never from a change that did not commit', () => {
     base.destroy();
   });
 
+  it('publishes each change under its committed sequence number, whichever of several linkers publishes it', async () => {
+    const base = localDynamoDbClient(inject('dynamodbEndpoint'));
+    const tableName = `events-linkers-${process.pid}`;
+    await ensureTable(base, tableName);
+    const published: LifecycleEvent[] = [];
+    // Four containers' stores on one table, each linking (and publishing) on its own.
+    const stores = Array.from(
+      { length: 4 },
+      () =>
+        new DynamoDbStore({
+          client: documentClient(base),
+          tableName,
+          onLinking: publishLifecycleEvents({
+            async publish(events) {
+              published.push(...events);
+            },
+          }),
+        }),
+    );
+    const orgId = 'org_01ARZ3NDEKTSV4RRFFQ69G5FAX';
+    await stores[0]?.createOrg(
+      {
+        id: orgId,
+        name: 'linkers',
+        quota: quotaSchema.parse({ maxSandboxes: 1000 }),
+        createdAt: new Date().toISOString(),
+      },
+      { actor: 'admin', action: 'org.created', target: orgId, details: {} },
+    );
+    await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const store = stores[i % stores.length] as DynamoDbStore;
+        const sandbox = sandboxRecord(orgId, { resources: { cpu: 0.25, memoryMiB: 128, diskGiB: 1 } });
+        await store.createSandbox(sandbox, {
+          actor: 'k',
+          action: 'sandbox.created',
+          target: sandbox.id,
+          details: {},
+        });
+        await store.linkAudit(orgId);
+      }),
+    );
+    await Promise.all(stores.map((store) => store.linkAudit(orgId)));
+    const chain = new Map<number, string>();
+    let cursor: string | undefined;
+    do {
+      const page = await (stores[0] as DynamoDbStore).listAudit(orgId, { cursor, limit: 100 });
+      for (const event of page.items) chain.set(event.seq, event.target);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(published.length).toBeGreaterThanOrEqual(40);
+    // Duplicates may happen (at least once), but every publication names the change its seq committed.
+    for (const event of published)
+      expect(chain.get(event.detail.seq), String(event.detail.seq)).toBe(event.detail.sandboxId);
+    expect(new Set(published.map((event) => event.detail.sandboxId)).size).toBe(40);
+    base.destroy();
+  });
+
   it('derives events only from sandbox status actions', () => {
     const event = (action: string, details: Record<string, unknown> = {}): AuditEvent => ({
       orgId: 'org_1',

@@ -8,6 +8,7 @@ import {
   type QueryCommandInput,
   TransactWriteCommand,
   type TransactWriteCommandInput,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
@@ -113,6 +114,8 @@ export interface DynamoDbStoreStats {
 
 /** Outbox items linked per transaction: 2 actions each plus the head stay within the 100-action limit. */
 const outboxBatch = 25;
+/** How long a linker may hold an org's linking lease; a crashed linker's lease lapses after it. */
+const linkLeaseMs = 10_000;
 
 const outboxItemSchema = z.object({
   SK: z.string(),
@@ -137,6 +140,8 @@ export class DynamoDbStore implements Store {
   readonly #linkInline: boolean;
   readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
   readonly #linking = new Map<string, Promise<void>>();
+  /** This handle's name as a linker (one per container). */
+  readonly #linkerId = newId('key').slice(4);
   readonly #linkAgain = new Set<string>();
   readonly stats: DynamoDbStoreStats = {
     transactions: 0,
@@ -944,11 +949,56 @@ export class DynamoDbStore implements Store {
 
   async #readHead(orgId: string): Promise<ChainHead> {
     const item = await this.#get(keyOf.chainHead(orgId));
-    if (item === undefined) return genesisHead;
+    // An item holding only a linker's lease is a chain not started yet.
+    if (item === undefined || (item.seq === undefined && item.hash === undefined)) return genesisHead;
     const { seq, hash } = item;
     if (typeof seq !== 'number' || typeof hash !== 'string')
       throw new Error(`the chain head of ${orgId} is corrupt`);
     return { seq, hash };
+  }
+
+  /**
+   * Takes the org's linking lease on its chain head item (free, expired, or already this linker's).
+   * Only the holder reads the head, numbers the pending records and publishes their events, so two
+   * linkers never publish one record under two sequence numbers: a repeat publication after a crash
+   * numbers the records from the same committed head, the same way.
+   */
+  async #claimLinking(orgId: string): Promise<boolean> {
+    const now = this.#now().getTime();
+    try {
+      await this.#call((doc) =>
+        doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: keyOf.chainHead(orgId),
+            UpdateExpression: 'SET linkLease = :owner, linkLeaseUntil = :until',
+            ConditionExpression:
+              'attribute_not_exists(linkLeaseUntil) OR linkLeaseUntil < :now OR linkLease = :owner',
+            ExpressionAttributeValues: { ':owner': this.#linkerId, ':until': now + linkLeaseMs, ':now': now },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+
+  async #releaseLinking(orgId: string): Promise<void> {
+    await this.#call((doc) =>
+      doc.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: keyOf.chainHead(orgId),
+          UpdateExpression: 'REMOVE linkLease, linkLeaseUntil',
+          ConditionExpression: 'linkLease = :owner',
+          ExpressionAttributeValues: { ':owner': this.#linkerId },
+        }),
+      ),
+    ).catch((error: unknown) => {
+      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+    });
   }
 
   /**
@@ -979,10 +1029,22 @@ export class DynamoDbStore implements Store {
 
   async #linkOutbox(orgId: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
+      if (!(await this.#claimLinking(orgId))) {
+        // Another linker holds the lease and links these records too: wait for it, then look again.
+        this.stats.linkRetries++;
+        if (attempt >= this.#maxChainRetries)
+          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
+        await sleep(Math.random() * Math.min(10 * 2 ** attempt, 200));
+        continue;
+      }
+      // Under the lease: the head read now is the one the numbering below commits on.
+      let head = await this.#readHead(orgId);
       const pending = await this.#queryOutbox(orgId, { Limit: outboxBatch });
       const items = (pending.Items ?? []).map((item) => outboxItemSchema.parse(item));
-      if (items.length === 0) return;
-      let head = await this.#readHead(orgId);
+      if (items.length === 0) {
+        await this.#releaseLinking(orgId);
+        return;
+      }
       const previous = head;
       const events = items.map((item) => {
         const { actor, action, target, details } = item;
@@ -991,26 +1053,37 @@ export class DynamoDbStore implements Store {
         return { outboxId: item.SK, event };
       });
       // Published before the link commits: if this fails, nothing is linked and the next link publishes again.
-      await this.#onLinking?.(events.map(({ event }) => event));
+      try {
+        await this.#onLinking?.(events.map(({ event }) => event));
+      } catch (error) {
+        await this.#releaseLinking(orgId);
+        throw error;
+      }
+      const owner = { ':owner': this.#linkerId };
       const actions: Action[] = [
         ...events.map(({ event }) => put('audit-event', auditItem(event), 'attribute_not_exists(PK)')),
         ...events.map(({ outboxId }) => del('outbox', keyOf.outbox(orgId, outboxId), 'attribute_exists(PK)')),
+        // The new head replaces the item, lease included: committing releases it.
         previous.seq === 0
           ? put(
               'audit-head',
               { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash },
-              'attribute_not_exists(PK)',
+              'attribute_not_exists(seq) AND linkLease = :owner',
+              { values: owner },
             )
-          : put('audit-head', { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash }, 'seq = :seq', {
-              values: { ':seq': previous.seq },
-            }),
+          : put(
+              'audit-head',
+              { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash },
+              'seq = :seq AND linkLease = :owner',
+              { values: { ':seq': previous.seq, ...owner } },
+            ),
       ];
       try {
         await this.#transact(actions);
         this.stats.linkTransactions++;
       } catch (error) {
         if (!(error instanceof Canceled)) throw error;
-        // Another linker linked some of these first: read again and continue after it.
+        // The lease expired and another linker linked first: read again and continue after it.
         this.stats.linkRetries++;
         if (attempt >= this.#maxChainRetries)
           throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
@@ -1181,9 +1254,12 @@ function put(
 /** The chain head moves from `from` to `to` only if nobody moved it since it was read. */
 function headPut(orgId: string, from: ChainHead, to: ChainHead): Action {
   const item = { ...keyOf.chainHead(orgId), seq: to.seq, hash: to.hash };
+  // Never while a linker holds the lease: its published numbering must stay the committed one.
+  const unleased = '(attribute_not_exists(linkLeaseUntil) OR linkLeaseUntil < :now)';
+  const now = { ':now': Date.now() };
   return from.seq === 0
-    ? put('audit-head', item, 'attribute_not_exists(PK)')
-    : put('audit-head', item, 'seq = :seq', { values: { ':seq': from.seq } });
+    ? put('audit-head', item, `attribute_not_exists(seq) AND ${unleased}`, { values: now })
+    : put('audit-head', item, `seq = :seq AND ${unleased}`, { values: { ':seq': from.seq, ...now } });
 }
 
 function del(
