@@ -49,7 +49,9 @@ export function createApiHandler(plane: ControlPlane) {
     const response = await plane.handleHttp(requestFromEvent(event));
     if (response.stream === undefined) return resultFromResponse(response);
     const chunks: string[] = [];
-    await response.stream((chunk) => chunks.push(chunk));
+    await response.stream((chunk) => {
+      chunks.push(chunk);
+    });
     return resultFromResponse({ ...response, body: chunks.join('') });
   };
 }
@@ -57,7 +59,10 @@ export function createApiHandler(plane: ControlPlane) {
 /** Where a streaming handler writes: the status and headers once, then chunks as they come. */
 export interface ResponseSink {
   start(status: number, headers: Record<string, string>): void;
-  write(chunk: string | Buffer): void;
+  /** false when the transport holds more than it wants (the client reads slower than we write). */
+  write(chunk: string | Buffer): boolean | undefined;
+  /** Resolves when the transport can take more after a write answered false. */
+  drained?(): Promise<void>;
   end(): void;
   /** Aborted when the client disconnects before the end: streamed work is cancelled with it. */
   signal?: AbortSignal;
@@ -72,8 +77,12 @@ export function createStreamingApiHandler(plane: ControlPlane) {
     const response = await plane.handleHttp({ ...requestFromEvent(event), signal: sink.signal });
     sink.start(response.status, response.headers);
     try {
-      if (response.stream !== undefined) await response.stream((chunk) => sink.write(chunk));
-      else if (response.body.length > 0) sink.write(response.body);
+      if (response.stream !== undefined) {
+        // Backpressure: a full transport makes the producer wait (ndjsonStream hands the promise back).
+        await response.stream((chunk) =>
+          sink.write(chunk) === false && sink.drained !== undefined ? sink.drained() : undefined,
+        );
+      } else if (response.body.length > 0) sink.write(response.body);
     } finally {
       sink.end();
     }
@@ -116,9 +125,8 @@ export const streamHandler =
           start: (statusCode, headers) => {
             out = awslambda.HttpResponseStream.from(responseStream, { statusCode, headers });
           },
-          write: (chunk) => {
-            out.write(chunk);
-          },
+          write: (chunk) => out.write(chunk),
+          drained: () => new Promise((resolve) => out.once('drain', () => resolve())),
           end: () => {
             out.end();
           },

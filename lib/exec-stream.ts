@@ -1,6 +1,7 @@
 import { isStreamer } from './adapter/contract.ts';
 import type { Principal } from './auth.ts';
 import { errors } from './errors.ts';
+import type { StreamWrite } from './http/types.ts';
 import type { SandboxService, SandboxServiceDeps } from './sandboxes.ts';
 import type { ExecRequest } from './schemas/sandboxes.ts';
 
@@ -31,7 +32,7 @@ export async function prepareExecStream(
   request: ExecRequest,
   /** The client went away: the command is cancelled on the backend (devhost kills its process group). */
   cancelled?: AbortSignal,
-): Promise<(send: (line: ExecStreamLine) => void) => Promise<void>> {
+): Promise<(send: (line: ExecStreamLine) => void | Promise<void>) => Promise<void>> {
   if (request.timeoutSeconds !== undefined && request.timeoutSeconds > maxStreamSeconds) {
     throw errors.invalidRequest(`timeoutSeconds can be at most ${maxStreamSeconds} for a streamed exec`, {
       field: 'timeoutSeconds',
@@ -59,13 +60,13 @@ export async function prepareExecStream(
           (event) => send(event),
           options,
         );
-        send({ exitCode });
+        await send({ exitCode });
         return;
       }
       const result = await adapter.exec(ref, { ...request, timeoutSeconds }, options);
-      if (result.stdout !== '') send({ stream: 'stdout', data: result.stdout });
-      if (result.stderr !== '') send({ stream: 'stderr', data: result.stderr });
-      send({ exitCode: result.exitCode });
+      if (result.stdout !== '') await send({ stream: 'stdout', data: result.stdout });
+      if (result.stderr !== '') await send({ stream: 'stderr', data: result.stderr });
+      await send({ exitCode: result.exitCode });
     } catch (error) {
       // The status line is gone: the error can only be the final line now.
       send({ error: error instanceof Error ? error.message : String(error) });
@@ -75,8 +76,8 @@ export async function prepareExecStream(
 
 /** Turns the line producer into NDJSON chunks, with keep-alive blank lines while the command is silent. */
 export function ndjsonStream(
-  produce: (send: (line: ExecStreamLine) => void) => Promise<void>,
-): (write: (chunk: string) => void) => Promise<void> {
+  produce: (send: (line: ExecStreamLine) => void | Promise<void>) => Promise<void>,
+): (write: StreamWrite) => Promise<void> {
   return async (write) => {
     let last = Date.now();
     const timer = setInterval(
@@ -89,9 +90,10 @@ export function ndjsonStream(
       Math.min(keepAliveMs, 10_000),
     );
     try {
+      // The write's promise (the client is behind) goes back to the producer, which waits on it.
       await produce((line) => {
         last = Date.now();
-        write(`${JSON.stringify(line)}\n`);
+        return write(`${JSON.stringify(line)}\n`);
       });
     } finally {
       clearInterval(timer);

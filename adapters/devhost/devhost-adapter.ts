@@ -10,7 +10,7 @@ import {
   type Capabilities,
   type Capacity,
   type CreateRequest,
-  type ExecEvent,
+  type ExecEmit,
   type ExecOptions,
   type ExecutionAdapter,
   type FileInfo,
@@ -194,12 +194,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     };
   }
 
-  async execStream(
-    ref: string,
-    request: ExecRequest,
-    emit: (event: ExecEvent) => void,
-    opts?: CallOptions,
-  ): Promise<number> {
+  async execStream(ref: string, request: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
     return (await this.#run(ref, request, opts, emit)).exitCode;
   }
 
@@ -282,12 +277,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     return join(this.#config.root, snapshotsDir, snapshotRef);
   }
 
-  async #run(
-    ref: string,
-    request: ExecRequest,
-    opts: CallOptions | undefined,
-    onOutput: (e: ExecEvent) => void,
-  ) {
+  async #run(ref: string, request: ExecRequest, opts: CallOptions | undefined, onOutput: ExecEmit) {
     const meta = await this.#readMeta(ref);
     if (meta === undefined) throw adapterErrors.notFound(ref);
     if (meta.state !== 'running')

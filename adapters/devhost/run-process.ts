@@ -10,7 +10,8 @@ export interface RunProcessOptions {
   stdin?: string | undefined;
   timeoutSeconds: number;
   signal?: AbortSignal | undefined;
-  onOutput: (event: ExecEvent) => void;
+  /** A returned promise pauses the process's output until it settles (backpressure). */
+  onOutput: (event: ExecEvent) => void | Promise<void>;
 }
 
 export interface RunProcessResult {
@@ -57,12 +58,20 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
     const onAbort = () => killGroup();
     options.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout
-      .setEncoding('utf8')
-      .on('data', (data: string) => options.onOutput({ stream: 'stdout', data }));
-    child.stderr
-      .setEncoding('utf8')
-      .on('data', (data: string) => options.onOutput({ stream: 'stderr', data }));
+    // While the consumer is behind, both pipes are paused: the command blocks on a full pipe instead of
+    // the control plane buffering its output.
+    const deliver = (event: ExecEvent) => {
+      const waiting = options.onOutput(event);
+      if (waiting === undefined) return;
+      child.stdout.pause();
+      child.stderr.pause();
+      void waiting.finally(() => {
+        child.stdout.resume();
+        child.stderr.resume();
+      });
+    };
+    child.stdout.setEncoding('utf8').on('data', (data: string) => deliver({ stream: 'stdout', data }));
+    child.stderr.setEncoding('utf8').on('data', (data: string) => deliver({ stream: 'stderr', data }));
     // A command that does not read stdin closes the pipe early; that is not an error.
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.stdin ?? '');

@@ -12,7 +12,7 @@ import {
   type Capabilities,
   type Capacity,
   type CreateRequest,
-  type ExecEvent,
+  type ExecEmit,
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
@@ -135,17 +135,14 @@ export class RemoteAdapter
     return this.#json('POST', `/instances/${enc(ref)}/exec`, execResultSchema, opts, req);
   }
 
-  async execStream(
-    ref: string,
-    req: ExecRequest,
-    emit: (event: ExecEvent) => void,
-    opts?: CallOptions,
-  ): Promise<number> {
+  async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
     const response = await this.#send('POST', `/instances/${enc(ref)}/exec?stream=1`, opts, req);
     if (response.body === null) throw this.#unavailable('the stream has no body');
     const decoder = new TextDecoder();
     let buffered = '';
-    const handle = (line: string): number | undefined => {
+    // A line's result: the exit code, or a promise to wait on before reading more (backpressure: the
+    // plugin's stream is read no faster than our client reads ours).
+    const handle = (line: string): number | Promise<void> | undefined => {
       if (line.trim() === '') return undefined;
       if (Buffer.byteLength(line) > maxStreamLineBytes) {
         throw this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
@@ -165,16 +162,16 @@ export class RemoteAdapter
           `the plugin's stream failed: ${typeof failure === 'string' ? failure : failure.message}`,
         );
       }
-      emit(event.data);
-      return undefined;
+      return emit(event.data) ?? undefined;
     };
     for await (const chunk of response.body) {
       buffered += decoder.decode(chunk, { stream: true });
       let newline = buffered.indexOf('\n');
       while (newline >= 0) {
-        const exit = handle(buffered.slice(0, newline));
-        if (exit !== undefined) return exit;
+        const result = handle(buffered.slice(0, newline));
+        if (typeof result === 'number') return result;
         buffered = buffered.slice(newline + 1);
+        if (result !== undefined) await result;
         newline = buffered.indexOf('\n');
       }
       if (Buffer.byteLength(buffered) > maxStreamLineBytes) {
@@ -182,7 +179,8 @@ export class RemoteAdapter
       }
     }
     const last = handle(buffered);
-    if (last !== undefined) return last;
+    if (typeof last === 'number') return last;
+    if (last !== undefined) await last;
     throw this.#unavailable('the stream ended without its final event');
   }
 

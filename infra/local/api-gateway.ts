@@ -37,6 +37,7 @@ export function apiGateway(options: ApiGatewayOptions): ApiHandler {
           sink.start(status, headers);
         },
         write: (chunk) => sink.write(chunk),
+        ...(sink.drained !== undefined && { drained: () => (sink.drained as () => Promise<void>)() }),
         end: () => sink.end(),
         ...(sink.signal !== undefined && { signal: sink.signal }),
       };

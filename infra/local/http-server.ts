@@ -70,9 +70,18 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
       res.writeHead(status, headers);
       res.flushHeaders();
     },
-    write: (chunk) => {
-      res.write(chunk);
-    },
+    write: (chunk) => res.write(chunk),
+    drained: () =>
+      new Promise<void>((resolve) => {
+        // A client gone away never drains: the close settles the wait too (the work is cancelled then).
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      }),
     end: () => {
       res.end();
     },

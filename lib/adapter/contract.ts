@@ -148,13 +148,15 @@ export interface SnapshotInfo {
   sizeBytes: number;
 }
 
+/**
+ * Receives streamed output. When it returns a promise the consumer is not keeping up (a client that does
+ * not read): an adapter that can slow its source waits for it before producing more (backpressure), so
+ * nothing is buffered without bound.
+ */
+export type ExecEmit = (event: ExecEvent) => void | Promise<void>;
+
 export interface Streamer {
-  execStream(
-    ref: string,
-    req: ExecRequest,
-    emit: (event: ExecEvent) => void,
-    opts?: CallOptions,
-  ): Promise<number>;
+  execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number>;
 }
 export interface FileSystem {
   readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array>;

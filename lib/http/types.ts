@@ -22,8 +22,11 @@ export interface HttpResponse {
    * A streamed body: calls `write` with each chunk as it is produced and resolves when the body is
    * complete. Set instead of `body` (which is then empty) for streamed routes.
    */
-  stream?: (write: (chunk: string) => void) => Promise<void>;
+  stream?: (write: StreamWrite) => Promise<void>;
 }
+
+/** Writes a chunk of a streamed body; a returned promise means "wait: the client has not read enough". */
+export type StreamWrite = (chunk: string) => void | Promise<void>;
 
 export type AuthRequirement = 'none' | 'admin' | 'org';
 
@@ -41,7 +44,7 @@ export interface RouteResult {
   /** Bytes sent as they are (file content) instead of a JSON body. */
   raw?: Buffer;
   /** A streamed body (see HttpResponse.stream). */
-  stream?: (write: (chunk: string) => void) => Promise<void>;
+  stream?: (write: StreamWrite) => Promise<void>;
   headers?: Record<string, string>;
 }
 

@@ -208,9 +208,9 @@ export function adapterConformance(
       if (!isStreamer(h.adapter))
         throw new Error('exec.stream is declared but the adapter has no execStream');
       const events: ExecEvent[] = [];
-      const exitCode = await h.adapter.execStream(running.ref, { command: 'echo a; exit 4' }, (e) =>
-        events.push(e),
-      );
+      const exitCode = await h.adapter.execStream(running.ref, { command: 'echo a; exit 4' }, (e) => {
+        events.push(e);
+      });
       expect(exitCode).toBe(4);
       expect(
         events

@@ -431,7 +431,13 @@ describe('the remote adapter client', () => {
     reply = () => ({ status: 200, body: '{"stream":"stdout","data":"a"}\n' });
     const events: unknown[] = [];
     expect(
-      (await failure(client().execStream('x', { command: 'y' }, (e) => events.push(e)))).message,
+      (
+        await failure(
+          client().execStream('x', { command: 'y' }, (e) => {
+            events.push(e);
+          }),
+        )
+      ).message,
     ).toMatch(/without its final event/);
     expect(events).toEqual([{ stream: 'stdout', data: 'a' }]);
     reply = () => ({

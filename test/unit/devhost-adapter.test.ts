@@ -77,9 +77,9 @@ describe('DevhostAdapter', () => {
 
   it('streams stdout and stderr as produced', async () => {
     const events: ExecEvent[] = [];
-    const exitCode = await adapter.execStream(ref, { command: 'echo out; echo err >&2; exit 5' }, (e) =>
-      events.push(e),
-    );
+    const exitCode = await adapter.execStream(ref, { command: 'echo out; echo err >&2; exit 5' }, (e) => {
+      events.push(e);
+    });
     expect(exitCode).toBe(5);
     expect(
       events
