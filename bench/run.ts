@@ -3,4 +3,5 @@ await import('./store.bench.ts');
 await import('./queues.bench.ts');
 await import('./reconcile.bench.ts');
 await import('./stream.bench.ts');
+await import('./stream-abuse.bench.ts');
 await import('./bundles.bench.ts');
