@@ -7,6 +7,8 @@ import { awsLimits, gatewayResponseBody, gatewayResponses } from '../../lib/limi
 
 /** API Gateway refuses bodies above 10 MB; the local server does the same before reading them whole. */
 export const maxRequestBytes = awsLimits.maxRequestBytes;
+/** Request headers the local server reads (API Gateway's own header limits are of this order). */
+export const maxHeaderBytes = 16 * 1024;
 
 export type ApiHandler = (event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>;
 
@@ -15,7 +17,7 @@ export type ApiHandler = (event: APIGatewayProxyEvent, sink: ResponseSink) => Pr
  * handler that runs on AWS, and writes its proxy result back.
  */
 export async function startHttpServer(handler: ApiHandler, port: number, host = '127.0.0.1') {
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer({ maxHeaderSize: maxHeaderBytes }, (req, res) => {
     serve(handler, req, res).catch((error: unknown) => {
       // The handler masks its own errors; reaching here means the transport itself broke.
       if (!res.headersSent) {
@@ -24,6 +26,26 @@ export async function startHttpServer(handler: ApiHandler, port: number, host = 
       }
       process.emitWarning(`local http server: ${(error as Error).message}`);
     });
+  });
+  // What Node refuses before any handler runs (headers too large, a malformed request) is answered with
+  // the error envelope too, as API Gateway's own refusals are.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    const headersTooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+    const status = headersTooLarge ? 431 : 400;
+    const body = JSON.stringify({
+      error: {
+        code: 'invalid_request',
+        message: headersTooLarge
+          ? `the request headers are larger than ${maxHeaderBytes} bytes`
+          : 'the request is not valid HTTP',
+        details: headersTooLarge ? { limitBytes: maxHeaderBytes } : {},
+      },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${headersTooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -44,7 +66,7 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
   const declared = Number(req.headers['content-length'] ?? '0');
   if (declared > maxRequestBytes) {
     tooLarge(res);
-    req.destroy();
+    discard(req);
     return;
   }
   const chunks: Buffer[] = [];
@@ -53,7 +75,7 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
     size += (chunk as Buffer).length;
     if (size > maxRequestBytes) {
       tooLarge(res);
-      req.destroy();
+      discard(req);
       return;
     }
     chunks.push(chunk as Buffer);
@@ -86,6 +108,19 @@ async function serve(handler: ApiHandler, req: IncomingMessage, res: ServerRespo
       res.end();
     },
   });
+}
+
+/**
+ * Reads and drops the rest of a refused body, so the client (still sending) reads the 413 instead of a
+ * reset; a body that goes on far past the limit is cut off.
+ */
+function discard(req: IncomingMessage): void {
+  let dropped = 0;
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > 4 * maxRequestBytes) req.destroy();
+  });
+  req.resume();
 }
 
 function tooLarge(res: ServerResponse): void {

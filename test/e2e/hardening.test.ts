@@ -231,6 +231,23 @@ describe('hardening', () => {
     expectError(await e.api.get('/v1/sandboxes/%E0%A4%A', e.key), 400, 'invalid_request');
   });
 
+  it('answers oversized requests and headers with the envelope, never a reset or an empty body', async () => {
+    const big = await fetch(`${e.runtime.url}/v1/sandboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${e.key}`, 'content-type': 'application/json' },
+      body: 'x'.repeat(11 * 1024 * 1024),
+    });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error: { code: 'payload_too_large' } });
+    const headers = await fetch(`${e.runtime.url}/v1/health`, {
+      headers: { 'x-padding': 'p'.repeat(20_000) },
+    });
+    expect(headers.status).toBe(431);
+    expect(await headers.json()).toMatchObject({
+      error: { code: 'invalid_request', message: expect.stringContaining('headers are larger') },
+    });
+  });
+
   it('answers a wrong method with 405 and Allow', async () => {
     const response = await fetch(`${e.runtime.url}/v1/sandboxes`, {
       method: 'PUT',

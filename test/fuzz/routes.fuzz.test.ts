@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { RouteDefinition } from '../../lib/http/types.ts';
 import { installationChain } from '../../lib/store/port.ts';
@@ -55,6 +55,8 @@ const numbers = fc.oneof(
   fc.integer(),
   fc.double(),
   fc.constantFrom(0, -1, 1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, 0.0000001),
+  // Tiny and huge: below any granularity, and past what a store's number type holds.
+  fc.constantFrom(1e-130, 5e-324, 0.0004, 0.2500001, 1e-7, 1e125, 9.99e125, 2 ** 53),
 );
 
 /** Bodies shaped like the real ones, with hostile values in every field. */
@@ -71,8 +73,22 @@ const nearlyValid = fc.record(
     ttlSeconds: numbers,
     timeoutSeconds: numbers,
     resources: fc.record({ cpu: numbers, memoryMiB: numbers, diskGiB: numbers }, { requiredKeys: [] }),
-    labels: fc.dictionary(labelKeys, hostileStrings, { maxKeys: 4 }),
-    env: fc.dictionary(hostileStrings, hostileStrings, { maxKeys: 4 }),
+    labels: fc.oneof(
+      fc.dictionary(labelKeys, hostileStrings, { maxKeys: 4 }),
+      // Many labels, at and past the count limit.
+      fc
+        .integer({ min: 60, max: 70 })
+        .map((n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`l${i}`, 'v'.repeat(255)]))),
+    ),
+    env: fc.oneof(
+      fc.dictionary(hostileStrings, hostileStrings, { maxKeys: 4 }),
+      // Item-size edges: values near the per-variable and total limits.
+      fc
+        .integer({ min: 1, max: 4 })
+        .map((n) =>
+          Object.fromEntries(Array.from({ length: n }, (_, i) => [`E${i}`, 'v'.repeat(32 * 1024 - 8)])),
+        ),
+    ),
     capabilities: fc.array(fc.oneof(hostileStrings, fc.constantFrom('isolation.none', 'gpu', 'exec')), {
       maxLength: 3,
     }),
@@ -136,13 +152,21 @@ const queries = fc
   )
   .map(([path, rest]) => (path === undefined ? rest : { ...rest, path }));
 
-describe('fuzzing every route', () => {
+describe.each([
+  ['memory store', undefined],
+  ['DynamoDB store', 'dynamodb'],
+] as const)('fuzzing every route (%s)', (_store, kind) => {
   let e: E2e;
+  // DynamoDB Local is slower: fewer generated requests per route there, the same kinds.
+  const runs = kind === undefined ? runsPerRoute : Math.max(10, Math.floor(runsPerRoute / 3));
   const ids: Record<string, string[]> = {};
   const counts: Record<string, { cases: number; status: Record<number, number> }> = {};
 
   beforeAll(async () => {
-    e = await startE2e({ fakes: { fake: { adapter: new FakeAdapter() } } });
+    e = await startE2e({
+      fakes: { fake: { adapter: new FakeAdapter() } },
+      ...(kind === 'dynamodb' && { dynamodbEndpoint: inject('dynamodbEndpoint') }),
+    });
     const admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey });
     const tenant = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.key });
     const sandbox = await e.running('fake');
@@ -166,7 +190,7 @@ describe('fuzzing every route', () => {
           .join(' ')}`,
     );
     console.log(
-      `fuzz cases per route (${runsPerRoute} generated each, plus fixed hostile bodies):\n${rows.join('\n')}`,
+      `fuzz cases per route (${runs} generated each, plus fixed hostile bodies):\n${rows.join('\n')}`,
     );
   });
 
@@ -208,6 +232,11 @@ describe('fuzzing every route', () => {
     return fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom(...(ids[kind] ?? ['x'])) },
       { weight: 2, arbitrary: hostileStrings },
+      // Sent as they are, not encoded: malformed %-escapes must be a 400, never a 500.
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('%ff', '%E0%A4%A', '%', '%%41', '%C0%AF', 'a%2').map((raw) => ({ raw })),
+      },
       {
         weight: 1,
         arbitrary: fc.constantFrom('sbx_01ARZ3NDEKTSV4RRFFQ69G5FAV', 'org_01ARZ3NDEKTSV4RRFFQ69G5FAV'),
@@ -247,7 +276,8 @@ describe('fuzzing every route', () => {
         fc.asyncProperty(request, async (r) => {
           let path = route.path;
           r.params.forEach((value, i) => {
-            path = path.replace(`{${params[i]}}`, encodeURIComponent(value));
+            const segment = typeof value === 'string' ? encodeURIComponent(value) : value.raw;
+            path = path.replace(`{${params[i]}}`, segment);
           });
           const search = new URLSearchParams(r.query).toString();
           const key = route.auth === 'admin' ? e.runtime.adminKey : route.auth === 'org' ? e.key : undefined;
@@ -283,7 +313,7 @@ describe('fuzzing every route', () => {
             );
           }
         }),
-        { numRuns: runsPerRoute, endOnFailure: true },
+        { numRuns: runs, endOnFailure: true },
       );
     }
   });

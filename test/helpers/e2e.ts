@@ -32,6 +32,8 @@ export async function startE2e(
     quota?: Record<string, number>;
     /** Extra top-level config (profiles, classifications, policy, templates). */
     config?: Record<string, unknown>;
+    /** DynamoDB Local at this endpoint instead of the memory store (a fresh table per runtime is not needed: ids are unique). */
+    dynamodbEndpoint?: string;
   } = {},
 ): Promise<E2e> {
   const root = await mkdtemp(join(tmpdir(), 'e2e-devhost-'));
@@ -54,6 +56,10 @@ export async function startE2e(
     sweepIntervalSeconds: 0,
     reconcileIntervalSeconds: 0,
     poolRefreshIntervalSeconds: 0,
+    ...(options.dynamodbEndpoint !== undefined && {
+      storeKind: 'dynamodb' as const,
+      dynamodbEndpoint: options.dynamodbEndpoint,
+    }),
   });
   const api = client(runtime.url);
   const org = z.object({ id: z.string() }).parse(
