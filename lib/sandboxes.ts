@@ -179,6 +179,7 @@ export class SandboxService {
         details: { projectId, resources, template: record.template },
       },
       idempotency,
+      { maxWaiting: org.quota.maxQueued },
     );
     if (!result.replayed) await this.#enqueue('provision', result.sandbox);
     return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };

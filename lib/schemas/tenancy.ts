@@ -7,6 +7,8 @@ const quotaFields = {
   maxDiskGiB: z.int().positive(),
   maxSandboxes: z.int().positive(),
   maxSnapshots: z.int().min(0),
+  /** Sandboxes an org may have waiting (queued or provisioning) at once; more are refused with 429. */
+  maxQueued: z.int().min(1).max(100_000),
 };
 
 export const quotaSchema = z.strictObject({
@@ -15,6 +17,7 @@ export const quotaSchema = z.strictObject({
   maxDiskGiB: quotaFields.maxDiskGiB.default(2048),
   maxSandboxes: quotaFields.maxSandboxes.default(100),
   maxSnapshots: quotaFields.maxSnapshots.default(100),
+  maxQueued: quotaFields.maxQueued.default(100),
 });
 /** Some of the limits, none defaulted: what a quota change names and nothing else. */
 export const quotaChangeSchema = z.strictObject({
@@ -23,6 +26,7 @@ export const quotaChangeSchema = z.strictObject({
   maxDiskGiB: quotaFields.maxDiskGiB.optional(),
   maxSandboxes: quotaFields.maxSandboxes.optional(),
   maxSnapshots: quotaFields.maxSnapshots.optional(),
+  maxQueued: quotaFields.maxQueued.optional(),
 });
 export type Quota = z.infer<typeof quotaSchema>;
 

@@ -1,5 +1,5 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit.ts';
-import { errors } from '../errors.ts';
+import { type ApiError, errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quota.ts';
 import type { SandboxStatus } from '../sandbox-state.ts';
@@ -11,6 +11,7 @@ import {
   type IdempotencyClaim,
   indexedStatuses,
   installationChain,
+  isWaiting,
   type Page,
   type PageRequest,
   type SandboxFilter,
@@ -217,16 +218,25 @@ export class MemoryStore implements Store {
     sandbox: SandboxRecord,
     audit: AuditInput,
     idempotency?: IdempotencyClaim,
+    options: { maxWaiting?: number } = {},
   ): Promise<CreateSandboxResult> {
     if (!this.#orgs.has(sandbox.orgId)) throw errors.notFound('org', sandbox.orgId);
-    if (idempotency !== undefined) {
-      const slot = `${sandbox.orgId}/${idempotency.key}`;
+    const slot = idempotency === undefined ? undefined : `${sandbox.orgId}/${idempotency.key}`;
+    if (idempotency !== undefined && slot !== undefined) {
       const existing = this.#idempotency.get(slot);
       if (existing !== undefined && existing.expiresAt > this.#now().toISOString()) {
         if (existing.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
         const first = this.#sandboxes.get(existing.sandboxId);
         if (first !== undefined) return { sandbox: structuredClone(first), replayed: true };
       }
+    }
+    if (options.maxWaiting !== undefined) {
+      let waiting = 0;
+      for (const other of this.#sandboxes.values())
+        if (other.orgId === sandbox.orgId && isWaiting(other.status)) waiting++;
+      if (waiting >= options.maxWaiting) throw waitingExceeded(options.maxWaiting);
+    }
+    if (idempotency !== undefined && slot !== undefined) {
       this.#idempotency.set(slot, {
         requestHash: idempotency.requestHash,
         sandboxId: sandbox.id,
@@ -440,6 +450,14 @@ export function quotaExceeded(over: { field: string; limit: number; used: number
   return errors.quotaExceeded(
     `the org's ${over.field} quota of ${over.limit} would be exceeded (${over.used} in use, ${over.requested} requested)`,
     { ...over },
+  );
+}
+
+/** The org already has its maximum of waiting sandboxes. */
+export function waitingExceeded(limit: number): ApiError {
+  return errors.quotaExceeded(
+    `the org already has ${limit} sandboxes waiting (queued or provisioning), its quota's maxQueued`,
+    { field: 'maxQueued', limit },
   );
 }
 

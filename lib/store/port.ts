@@ -115,10 +115,15 @@ export interface Store {
   /** Active slots taken on a pool. */
   getPoolUsage(pool: string): Promise<number>;
 
+  /**
+   * Records a new (queued) sandbox. With `maxWaiting`, refused with quota_exceeded when the org already
+   * has that many waiting (queued or provisioning), checked in the same write; a replay is never refused.
+   */
   createSandbox(
     sandbox: SandboxRecord,
     audit: AuditInput,
     idempotency?: IdempotencyClaim,
+    options?: { maxWaiting?: number },
   ): Promise<CreateSandboxResult>;
   getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined>;
   listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>>;
@@ -180,6 +185,11 @@ export type SnapshotSettlement = Pick<SnapshotRecord, 'status' | 'statusMessage'
 /** Whether a snapshot holds one of its org's maxSnapshots: creating and ready ones do, failed ones not. */
 export function snapshotHoldsSlot(snapshot: Pick<SnapshotRecord, 'status'>): boolean {
   return snapshot.status !== 'failed';
+}
+
+/** Statuses in which a sandbox waits for a backend: what `maxQueued` bounds. A retry moves between them. */
+export function isWaiting(status: SandboxStatus): boolean {
+  return status === 'queued' || status === 'provisioning';
 }
 
 /** Statuses the status index holds; terminal ones leave it so it only grows with live work. */

@@ -206,6 +206,33 @@ describe('hardening', () => {
     expect((await e.api.post('/v1/sandboxes', e.key, { resources: { cpu: 0.25 } })).status).toBe(202);
   });
 
+  it("refuses a sandbox past the org's maxQueued waiting ones with 429 naming the limit", async () => {
+    const org = z.object({ id: z.string() }).parse(
+      (
+        await e.api.post('/v1/admin/orgs', e.runtime.adminKey, {
+          name: 'queue-bound',
+          quota: { maxQueued: 2, maxSandboxes: 1, maxCPU: 1 },
+        })
+      ).body,
+    );
+    const key = z
+      .object({ key: z.string() })
+      .parse((await e.api.post(`/v1/admin/orgs/${org.id}/keys`, e.runtime.adminKey, { name: 'q' })).body).key;
+    // One runs (the org's only slot); the next two wait; the fourth is refused at once.
+    await e.running('fake', {}, key);
+    for (let i = 0; i < 2; i++)
+      expect((await e.api.post('/v1/sandboxes', key, { placement: { allowedPools: ['fake'] } })).status).toBe(
+        202,
+      );
+    const refused = expectError(
+      await e.api.post('/v1/sandboxes', key, { placement: { allowedPools: ['fake'] } }),
+      429,
+      'quota_exceeded',
+    );
+    expect(refused.error.message).toMatch(/maxQueued/);
+    expect(refused.error.details).toMatchObject({ field: 'maxQueued', limit: 2 });
+  });
+
   it('refuses more labels or env than a record may hold, naming the limit (never a 500 from the store)', async () => {
     const labels = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`l${i}`, 'v']));
     expect(

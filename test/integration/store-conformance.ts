@@ -312,6 +312,34 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
         expect(await store.getSandbox(org.id, sandbox.id)).toEqual(sandbox);
       });
 
+      it('bounds the sandboxes waiting per org (queued or provisioning); a retry moves within them, leaving frees a place', async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const waiting = (overrides: Partial<SandboxRecord> = {}) => {
+          const record = sandboxRecord(org.id, overrides);
+          return store
+            .createSandbox(record, system('sandbox.created'), undefined, { maxWaiting: 2 })
+            .then(() => record);
+        };
+        const first = await waiting();
+        const second = await waiting();
+        expect(await codeOf(waiting())).toBe('quota_exceeded');
+        // Provisioning still waits; back to queued (a retry) changes nothing.
+        const provisioning = await move(store, first, 'provisioning');
+        expect(await codeOf(waiting())).toBe('quota_exceeded');
+        const requeued = await move(store, provisioning, 'queued');
+        expect(await codeOf(waiting())).toBe('quota_exceeded');
+        // Running (or failed, or terminating) no longer waits: a place is free again, exactly one.
+        const active = await move(store, await move(store, requeued, 'provisioning'), 'running');
+        expect(active.status).toBe('running');
+        await waiting();
+        expect(await codeOf(waiting())).toBe('quota_exceeded');
+        await move(store, second, 'failed');
+        await waiting();
+        // Without a bound (callers that do not ask for one), creation is never refused for waiting.
+        await created(store, org.id);
+      });
+
       it('scopes reads to the org', async () => {
         const store = await subject.create();
         const a = await newOrg(store);

@@ -18,13 +18,14 @@ import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '.
 import type { SandboxStatus } from '../../sandbox-state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { decodeCursor, encodeCursor } from '../cursor.ts';
-import { idempotencyMismatch, quotaExceeded } from '../memory.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../memory.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
   installationChain,
+  isWaiting,
   type Page,
   type PageRequest,
   type SandboxFilter,
@@ -546,11 +547,13 @@ export class DynamoDbStore implements Store {
     sandbox: SandboxRecord,
     audit: AuditInput,
     idempotency?: IdempotencyClaim,
+    options: { maxWaiting?: number } = {},
   ): Promise<CreateSandboxResult> {
     const now = this.#now().toISOString();
     try {
       await this.#write(sandbox.orgId, audit, () => [
         check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
+        waitingUpdate(sandbox.orgId, 1, this.#table, options.maxWaiting),
         put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
         put(
           'pointer',
@@ -587,6 +590,7 @@ export class DynamoDbStore implements Store {
       if (idempotency !== undefined && error.failed.some((f) => f.label === 'idempotency')) {
         return this.#replay(sandbox.orgId, idempotency);
       }
+      if (error.failed.some((f) => f.label === 'waiting')) throw waitingExceeded(options.maxWaiting ?? 0);
       throw errors.conflict(`sandbox ${sandbox.id} already exists`);
     }
   }
@@ -745,6 +749,9 @@ export class DynamoDbStore implements Store {
       ];
       const usage = usageUpdate(current.orgId, delta.org, this.#table);
       if (usage !== undefined) list.push(usage);
+      // Leaving the waiting statuses frees a place in the org's queue (a retry moves within them).
+      const waiting = Number(isWaiting(next.status)) - Number(isWaiting(current.status));
+      if (waiting !== 0) list.push(waitingUpdate(current.orgId, waiting, this.#table));
       for (const [pool, change] of Object.entries(delta.pools)) {
         const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
         list.push(poolUpdate(pool, change, limit, this.#table));
@@ -1312,6 +1319,29 @@ function usageUpdate(orgId: string, delta: Omit<Usage, 'snapshots'>, table: stri
         ConditionExpression: conditions.join(' AND '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
+      },
+    },
+  };
+}
+
+/**
+ * The org's count of waiting sandboxes (queued or provisioning), kept beside its usage. An increase is
+ * conditional on staying under `max`; a missing item (an org older than the count) starts at zero.
+ */
+function waitingUpdate(orgId: string, change: number, table: string, max?: number): Action {
+  return {
+    label: 'waiting',
+    item: {
+      Update: {
+        TableName: table,
+        Key: keyOf.waiting(orgId),
+        UpdateExpression: 'ADD waiting :change',
+        ...(change > 0 && max !== undefined
+          ? {
+              ConditionExpression: 'attribute_not_exists(waiting) OR waiting < :max',
+              ExpressionAttributeValues: { ':change': change, ':max': max },
+            }
+          : { ExpressionAttributeValues: { ':change': change } }),
       },
     },
   };

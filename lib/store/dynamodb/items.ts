@@ -9,6 +9,8 @@ export const keyOf = {
   installation: () => ({ PK: 'META', SK: 'INSTALLATION' }),
   org: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'ORG' }),
   usage: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'USAGE' }),
+  /** How many of the org's sandboxes wait (queued or provisioning): what maxQueued bounds. */
+  waiting: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'WAITING' }),
   chainHead: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'AUDITHEAD' }),
   auditEvent: (orgId: string, seq: number) => ({ PK: `ORG#${orgId}#AUDIT`, SK: `EVT#${seqKey(seq)}` }),
   key: (keyId: string) => ({ PK: `KEY#${keyId}`, SK: 'KEY' }),
