@@ -12,7 +12,13 @@ import type { CreateRequest, Instance } from '../lib/adapter/contract.ts';
 import { parseConfig } from '../lib/config.ts';
 import { percentile, printTable } from './stats.ts';
 
-const bigQuota = { maxSandboxes: 100_000, maxCPU: 100_000, maxMemoryMiB: 1024 ** 3, maxDiskGiB: 1024 ** 2 };
+const bigQuota = {
+  maxSandboxes: 100_000,
+  maxCPU: 100_000,
+  maxMemoryMiB: 1024 ** 3,
+  maxDiskGiB: 1024 ** 2,
+  maxQueued: 100_000,
+};
 
 async function runtimeWith(createDelayMs: number) {
   const fake = new FakeAdapter();

@@ -15,6 +15,7 @@ import {
   type Capabilities,
   type Capacity,
   type CreateRequest,
+  type ExecEmit,
   type ExecEvent,
   type ExecOptions,
   type ExecutionAdapter,
@@ -508,12 +509,7 @@ export class OpenSandboxAdapter
     };
   }
 
-  async execStream(
-    ref: string,
-    req: ExecRequest,
-    emit: (event: ExecEvent) => void,
-    opts?: CallOptions,
-  ): Promise<number> {
+  async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
     return (await this.#run(ref, req, emit, opts)).exitCode;
   }
 
@@ -521,9 +517,15 @@ export class OpenSandboxAdapter
   async #run(
     ref: string,
     req: ExecRequest,
-    emit: (event: ExecEvent) => void,
+    given: ExecEmit,
     opts?: CallOptions,
   ): Promise<{ exitCode: number; timedOut: boolean }> {
+    // Backpressure: what the consumer asks to wait on is awaited before execd's next chunk is read.
+    let waits: Promise<void>[] = [];
+    const emit = (event: ExecEvent) => {
+      const waiting = given(event);
+      if (waiting !== undefined) waits.push(waiting);
+    };
     let command = req.command ?? shellQuote(req.args ?? []);
     let stdinFile: string | undefined;
     if (req.stdin !== undefined) {
@@ -584,6 +586,10 @@ export class OpenSandboxAdapter
         handle(buffered.slice(0, newline));
         buffered = buffered.slice(newline + 1);
         newline = buffered.indexOf('\n');
+      }
+      if (waits.length > 0) {
+        await Promise.all(waits);
+        waits = [];
       }
     }
     handle(buffered);

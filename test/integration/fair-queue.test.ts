@@ -31,7 +31,13 @@ async function provisioningOrder(holdCapacity: number | undefined) {
     const principalOf = async (name: string): Promise<Extract<Principal, { kind: 'org' }>> => {
       const org = await runtime.plane.tenancy.createOrg({
         name,
-        quota: { maxSandboxes: 1000, maxCPU: 1000, maxMemoryMiB: 1024 * 1024, maxDiskGiB: 100_000 },
+        quota: {
+          maxSandboxes: 1000,
+          maxCPU: 1000,
+          maxMemoryMiB: 1024 * 1024,
+          maxDiskGiB: 100_000,
+          maxQueued: 1000,
+        },
       });
       return orgPrincipal(org.id);
     };

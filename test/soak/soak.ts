@@ -215,7 +215,7 @@ async function drive(
   const store = options.store;
   const admin = new DifferentlyClient({ endpoint: runtime.url, apiKey: runtime.adminKey });
   // Quotas that force queueing: few slots per org, many clients wanting them.
-  const quota: Partial<Quota> = { maxSandboxes: 6, maxCPU: 6, maxSnapshots: 4 };
+  const quota: Partial<Quota> = { maxSandboxes: 6, maxCPU: 6, maxSnapshots: 4, maxQueued: 1000 };
   const orgs = await Promise.all(
     Array.from({ length: options.orgs }, async (_, i) => {
       const org = await admin.admin.createOrg({ name: `soak-${i}`, quota });
