@@ -300,12 +300,15 @@ export class SandboxOperations {
     id: string,
   ): Promise<{ id: string; deleted: true; backendDeleted: boolean; note?: string }> {
     const snapshot = await this.getSnapshot(principal, id);
-    if (snapshot.status === 'creating') {
+    // A snapshot being taken is left to its worker, unless it has been creating longer than any worker
+    // may take (its worker is gone): then it can be deleted, and a worker that still finishes it finds
+    // no record and deletes what it made.
+    const maxMs = this.#deps.config.scheduler.operationTimeoutSeconds * 1000;
+    const since = Date.parse(snapshot.updatedAt ?? snapshot.createdAt);
+    if (snapshot.status === 'creating' && this.#now().getTime() - since < maxMs) {
       throw errors.invalidState(
-        `snapshot ${id} is still being created; delete it once it is ready or failed`,
-        {
-          status: snapshot.status,
-        },
+        `snapshot ${id} is still being created; delete it once it is ready or failed (or ${maxMs / 1000} s after it was asked for)`,
+        { status: snapshot.status },
       );
     }
     await this.#deps.store.deleteSnapshot(principal.orgId, id, {
@@ -316,6 +319,14 @@ export class SandboxOperations {
     });
     // A failed snapshot never reached the backend (or was removed from it): only its record existed.
     if (snapshot.status === 'failed') return { id, deleted: true, backendDeleted: true };
+    if (snapshot.status === 'creating') {
+      return {
+        id,
+        deleted: true,
+        backendDeleted: false,
+        note: 'the snapshot was never recorded as taken; if its backend call still finishes, the worker deletes what it made',
+      };
+    }
     try {
       await this.#deps.pools.sync();
       const adapter = this.#deps.pools.adapterOf(snapshot.pool);

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,29 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { runCli } from '../helpers/cli.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 
-const bin = new URL('../../cli/differently.ts', import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI in a child process, as a user would. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { env: { ...process.env, ...env } },
-      (error, stdout, stderr) => {
-        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr });
-      },
-    );
-  });
-}
+const cli = runCli;
 
 describe('the differently CLI', () => {
   let e: E2e;

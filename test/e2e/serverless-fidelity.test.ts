@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -17,26 +16,8 @@ import { DifferentlyClient } from '../../sdk/index.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import { runCli } from '../helpers/cli.ts';
 import { client, waitFor } from '../helpers/http-client.ts';
-
-const bin = new URL('../../cli/differently.ts', import.meta.url).pathname;
-
-/** The CLI in a child process, as a user runs it. */
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { env: { ...process.env, ...env } },
-      (error, stdout, stderr) => {
-        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr });
-      },
-    );
-  });
-}
 
 const token = 'fidelity-plugin-token-0123456789';
 

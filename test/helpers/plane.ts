@@ -25,7 +25,9 @@ export class RecordingQueue implements WorkQueue {
 }
 
 /** A control plane on the memory store with two fake pools, `first` and `second`, in that order. */
-export async function testPlane(overrides: { maxAttempts?: number; operationWaitSeconds?: number } = {}) {
+export async function testPlane(
+  overrides: { maxAttempts?: number; operationWaitSeconds?: number; now?: () => Date } = {},
+) {
   const adapters = { first: new FakeAdapter(), second: new FakeAdapter() };
   const config = parseConfig({
     devMode: true,
@@ -48,6 +50,7 @@ export async function testPlane(overrides: { maxAttempts?: number; operationWait
     log: silentLog,
     adminKey: 'test-admin-key',
     validateResponses: true,
+    ...(overrides.now !== undefined && { now: overrides.now }),
   });
   // The operations worker, as SQS would invoke it: lifecycle calls and snapshots settle shortly after.
   queue.onSend = (name, message) => {
