@@ -1036,6 +1036,9 @@ export class DynamoDbStore implements Store {
 
   async #linkOutbox(orgId: string): Promise<void> {
     for (let attempt = 0; ; attempt++) {
+      // Nothing pending (the common case for reads): no lease is taken at all.
+      const peek = await this.#queryOutbox(orgId, { Limit: 1 });
+      if ((peek.Items ?? []).length === 0) return;
       if (!(await this.#claimLinking(orgId))) {
         // Another linker holds the lease and links these records too: wait for it, then look again.
         this.stats.linkRetries++;
