@@ -32,6 +32,7 @@ async function main() {
       maxMemoryMiB: 1_000_000_000,
       maxDiskGiB: 100_000_000,
       maxSandboxes: 1_000_000,
+      maxQueued: 100_000,
     };
     const rows: string[][] = [];
     const medians: number[] = [];
