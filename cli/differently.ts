@@ -246,7 +246,7 @@ async function main(argv: string[]): Promise<number> {
           (event.stream === 'stdout' ? process.stdout : process.stderr).write(event.data);
         if ('exitCode' in event) exitCode = event.exitCode;
         if ('error' in event) {
-          process.stderr.write(`error: ${event.error}\n`);
+          process.stderr.write(`error: ${event.error.code}: ${event.error.message}\n`);
           exitCode = 1;
         }
       }

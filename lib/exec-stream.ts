@@ -1,7 +1,8 @@
 import { isStreamer } from './adapter/contract.ts';
 import type { Principal } from './auth.ts';
-import { errors } from './errors.ts';
+import { errors, toErrorResponse } from './errors.ts';
 import type { StreamWrite } from './http/types.ts';
+import { describeError } from './log.ts';
 import type { SandboxService, SandboxServiceDeps } from './sandboxes.ts';
 import type { ExecRequest } from './schemas/sandboxes.ts';
 
@@ -16,7 +17,7 @@ export const keepAliveMs = 60_000;
 export type ExecStreamLine =
   | { stream: 'stdout' | 'stderr'; data: string }
   | { exitCode: number }
-  | { error: string };
+  | { error: { code: string; message: string } };
 
 /**
  * Streamed exec: `{"stream","data"}` lines as output is produced, then exactly one `{"exitCode"}` or
@@ -68,8 +69,11 @@ export async function prepareExecStream(
       if (result.stderr !== '') await send({ stream: 'stderr', data: result.stderr });
       await send({ exitCode: result.exitCode });
     } catch (error) {
-      // The status line is gone: the error can only be the final line now.
-      send({ error: error instanceof Error ? error.message : String(error) });
+      // The status line is gone: the error can only be the final line now, in the one error model
+      // (code and message as a buffered answer would carry them, unexpected errors masked and logged).
+      const { body, masked } = toErrorResponse(error);
+      if (masked) deps.log.error('streamed exec failed', { sandboxId: id, error: describeError(error) });
+      await send({ error: { code: body.error.code, message: body.error.message } });
     }
   };
 }

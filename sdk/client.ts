@@ -240,7 +240,8 @@ export class DifferentlyClient {
         yield line;
       }
     }
-    if (!final) yield { error: 'the stream ended without a final event' };
+    if (!final)
+      yield { error: { code: 'provider_unavailable', message: 'the stream ended without a final event' } };
   }
 
   listFiles(id: string, path: string): Promise<{ items: FileInfo[] }> {

@@ -86,7 +86,8 @@ const lifecycleActions = [
   { action: 'resume', summary: `Resume a paused sandbox${longer}` },
 ] as const;
 
-const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1']).optional() });
+/** `?stream=1` (or `true`) streams; `0`, `false` or nothing waits for the command. */
+const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1', 'true', 'false']).optional() });
 
 function idempotencyKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -253,14 +254,14 @@ export function apiRoutes(deps: RouteDeps): RouteDefinition[] {
       method: 'POST',
       path: '/v1/sandboxes/{id}/exec',
       summary:
-        'Run a command in a running sandbox: wait for it, or with ?stream=1 receive NDJSON output lines as produced, ending in one {"exitCode"} or {"error"}',
+        'Run a command in a running sandbox: wait for it, or with ?stream=1 (or true) receive NDJSON output lines as produced, ending in one {"exitCode"} or {"error": {"code", "message"}}',
       auth: 'org',
       params: sandboxParams,
       body: execRequestSchema,
       responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
       query: execQuerySchema,
       handle: async ({ principal, params, body, query, request }) => {
-        if (query.stream === '1') {
+        if (query.stream === '1' || query.stream === 'true') {
           // A client that disconnects cancels the command on the backend.
           const produce = await sandboxes.execStream(requireOrg(principal), params.id, body, request.signal);
           return {

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import { errors } from '../../lib/errors.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError } from '../helpers/http-client.ts';
 
 const lineSchema = z.union([
   z.strictObject({ stream: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.strictObject({ exitCode: z.number() }),
-  z.strictObject({ error: z.string() }),
+  z.strictObject({ error: z.strictObject({ code: z.string(), message: z.string() }) }),
 ]);
 
 describe('streamed exec (?stream=1) over HTTP on the local runtime', () => {
@@ -127,15 +128,21 @@ describe('streamed exec (?stream=1) over HTTP on the local runtime', () => {
     const original = fake.execStream.bind(fake);
     fake.execStream = async (_ref: string, _req: unknown, emit: (event: ExecEvent) => void) => {
       emit({ stream: 'stdout', data: 'partial output\n' });
-      throw new Error('backend connection lost');
+      throw errors.providerUnavailable('backend connection lost');
     };
     try {
       const result = await stream(s.id, { command: 'long job' });
       expect(result.status).toBe(200);
       expect(result.lines).toEqual([
         { stream: 'stdout', data: 'partial output\n' },
-        { error: 'backend connection lost' },
+        { error: { code: 'provider_unavailable', message: 'backend connection lost' } },
       ]);
+      // An unexpected failure is masked as the buffered answer's 500 would be: no internals leak.
+      fake.execStream = async () => {
+        throw new Error('ECONNRESET at /opt/internal/worker.js:42');
+      };
+      const masked = await stream(s.id, { command: 'long job' });
+      expect(masked.lines).toEqual([{ error: { code: 'internal', message: 'internal error' } }]);
     } finally {
       fake.execStream = original;
     }
