@@ -9,7 +9,7 @@ export function cutUtf8(text: string, maxBytes: number): { text: string; cut: bo
   if (text.length <= maxBytes / 3 || Buffer.byteLength(text) <= maxBytes) return { text, cut: false };
   let end = Math.max(0, maxBytes);
   const bytes = Buffer.from(text);
-  // Back off continuation bytes (10xxxxxx) so the cut falls between characters.
+  // Back off UTF-8 continuation bytes (top bits 10) so the cut falls between characters.
   while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
   return { text: bytes.subarray(0, end).toString('utf8'), cut: true };
 }
