@@ -12,6 +12,7 @@ import { FakeAdapter } from './fake/fake-adapter.ts';
 import { FreestyleAdapter, freestyleConfigSchema } from './freestyle/freestyle-adapter.ts';
 import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
 import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
+import { type AdapterCallTracer, tracedAdapter } from './traced-adapter.ts';
 
 /** Builds a pool's adapter from its settings and, when the pool references one, its resolved credential. */
 type AdapterFactory = (pool: PoolSpec, credential: string | undefined) => ExecutionAdapter;
@@ -76,6 +77,8 @@ export interface BuildPoolsOptions {
   store?: Store;
   /** Capabilities probe timeout while building. */
   probeTimeoutMs?: number;
+  /** Traces every backend call (Powertools' Tracer on Lambda); unset, calls go straight to the adapter. */
+  traceAdapterCall?: AdapterCallTracer;
 }
 
 /**
@@ -100,8 +103,12 @@ export async function buildPool(
   if (spec.credentials !== undefined && injected === undefined) {
     credential = await (options.resolveCredential ?? credentialResolver())(spec.credentials, spec.name);
   }
-  const adapter = injected ?? factory?.(spec, credential);
-  if (adapter === undefined) throw errors.internal(`pool ${spec.name}: no adapter`);
+  const built = injected ?? factory?.(spec, credential);
+  if (built === undefined) throw errors.internal(`pool ${spec.name}: no adapter`);
+  const adapter =
+    options.traceAdapterCall === undefined
+      ? built
+      : tracedAdapter(built, spec.name, spec.adapter, options.traceAdapterCall);
   try {
     const capabilities = await adapter.capabilities({
       signal: AbortSignal.timeout(options.probeTimeoutMs ?? 5000),

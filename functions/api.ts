@@ -1,7 +1,10 @@
+import { Readable } from 'node:stream';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import type { HttpRequest, HttpResponse } from '../lib/http/types.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 
 /** API Gateway REST proxy event -> the transport-neutral request the router takes. */
 export function requestFromEvent(event: APIGatewayProxyEvent): HttpRequest {
@@ -56,79 +59,105 @@ export function createApiHandler(plane: ControlPlane) {
   };
 }
 
-/** Where a streaming handler writes: the status and headers once, then chunks as they come. */
-export interface ResponseSink {
-  start(status: number, headers: Record<string, string>): void;
-  /** false when the transport holds more than it wants (the client reads slower than we write). */
-  write(chunk: string | Buffer): boolean | undefined;
-  /** Resolves when the transport can take more after a write answered false. */
-  drained?(): Promise<void>;
-  end(): void;
-  /** Aborted when the client disconnects before the end: streamed work is cancelled with it. */
-  signal?: AbortSignal;
+/**
+ * What the streaming handler answers: the status and headers, then a body read as it is produced (middy's
+ * response streaming pipes it to Lambda's response stream; the local gateway to the HTTP response).
+ */
+export interface StreamedResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: Readable;
+}
+
+/**
+ * A streamed route's body as a Readable: the route writes as it produces, waits while the reader is
+ * behind (backpressure), and stops its work when the reader goes away (the stream is destroyed before
+ * its end: the client disconnected).
+ */
+function bodyStream(response: HttpResponse, gone: AbortController): Readable {
+  const produce = response.stream;
+  if (produce === undefined) return Readable.from(response.body.length > 0 ? [response.body] : []);
+  let ended = false;
+  let resume: (() => void) | undefined;
+  const body = new Readable({
+    read() {
+      resume?.();
+      resume = undefined;
+    },
+    destroy(error, callback) {
+      if (!ended) gone.abort();
+      resume?.();
+      callback(error);
+    },
+  });
+  produce((chunk) => {
+    if (body.destroyed || body.push(chunk)) return undefined;
+    return new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+  }).then(
+    () => {
+      ended = true;
+      if (!body.destroyed) body.push(null);
+    },
+    (error: unknown) => {
+      ended = true;
+      body.destroy(error instanceof Error ? error : new Error(String(error)));
+    },
+  );
+  return body;
 }
 
 /**
  * The streaming handler (API Gateway's STREAM transfer mode with Lambda response streaming, and the local
- * runtime): streamed routes reach the client as produced; every other response is written at once.
+ * runtime): streamed routes reach the client as produced; every other response is one chunk.
  */
 export function createStreamingApiHandler(plane: ControlPlane) {
-  return async (event: APIGatewayProxyEvent, sink: ResponseSink): Promise<void> => {
-    const response = await plane.handleHttp({ ...requestFromEvent(event), signal: sink.signal });
-    sink.start(response.status, response.headers);
-    try {
-      if (response.stream !== undefined) {
-        // Backpressure: a full transport makes the producer wait (ndjsonStream hands the promise back).
-        await response.stream((chunk) =>
-          sink.write(chunk) === false && sink.drained !== undefined ? sink.drained() : undefined,
-        );
-      } else if (response.body.length > 0) sink.write(response.body);
-    } finally {
-      sink.end();
-    }
+  return async (event: APIGatewayProxyEvent): Promise<StreamedResult> => {
+    const gone = new AbortController();
+    const response = await plane.handleHttp({ ...requestFromEvent(event), signal: gone.signal });
+    return { statusCode: response.status, headers: response.headers, body: bodyStream(response, gone) };
   };
 }
 
-const apiHandler = once(async () => createApiHandler(await controlPlaneFromEnv()));
+const correlationId = (event: APIGatewayProxyEvent) => event.requestContext?.requestId;
 
-export const handler = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> =>
-  (await apiHandler())(event);
-
-/** The Lambda runtime's response-streaming API (a global inside Lambda only). */
-interface AwsLambdaStreaming {
-  streamifyResponse(
-    handler: (event: APIGatewayProxyEvent, stream: NodeJS.WritableStream) => Promise<void>,
-  ): unknown;
-  HttpResponseStream: {
-    from(
-      stream: NodeJS.WritableStream,
-      metadata: { statusCode: number; headers: Record<string, string> },
-    ): NodeJS.WritableStream;
+/** One `Responses` count per request under its status class (2xx, 4xx, 5xx), flushed with the invocation. */
+function counted<R extends { statusCode: number }>(
+  handle: (event: APIGatewayProxyEvent) => Promise<R>,
+  metrics: Metrics,
+): (event: APIGatewayProxyEvent) => Promise<R> {
+  return async (event) => {
+    const result = await handle(event);
+    metrics.addDimension('statusClass', `${Math.floor(result.statusCode / 100)}xx`);
+    metrics.addMetric('Responses', MetricUnit.Count, 1);
+    return result;
   };
 }
 
-const streamingApiHandler = once(async () => createStreamingApiHandler(await controlPlaneFromEnv()));
-const awslambda = (globalThis as { awslambda?: AwsLambdaStreaming }).awslambda;
+export const apiFunction: FunctionDefinition<APIGatewayProxyEvent, APIGatewayProxyResult> = {
+  name: 'api',
+  kind: 'http',
+  core: (plane, tools) => counted(createApiHandler(plane), tools.metrics),
+  correlationId,
+};
 
-/** The handler of the streamed exec route on AWS (`streamHandler` in the function's handler setting). */
+export const apiStreamFunction: FunctionDefinition<APIGatewayProxyEvent, StreamedResult> = {
+  name: 'apiStream',
+  kind: 'http',
+  core: (plane, tools) => counted(createStreamingApiHandler(plane), tools.metrics),
+  correlationId,
+};
+
+export const handler = lambdaEntry(apiFunction);
+
+/**
+ * The handler of the streamed exec route on AWS (`streamHandler` in the function's handler setting):
+ * middy's response streaming over `awslambda.streamifyResponse`, which only Lambda's Node runtime defines
+ * (Powertools creates an `awslambda` global of its own everywhere, without it).
+ */
 export const streamHandler =
-  typeof awslambda?.streamifyResponse !== 'function'
-    ? undefined
-    : awslambda.streamifyResponse(async (event, responseStream) => {
-        let out: NodeJS.WritableStream = responseStream;
-        // The response stream closes early when API Gateway's client disconnects.
-        const disconnected = new AbortController();
-        responseStream.on('close', () => disconnected.abort());
-        responseStream.on('error', () => disconnected.abort());
-        await (await streamingApiHandler())(event, {
-          signal: disconnected.signal,
-          start: (statusCode, headers) => {
-            out = awslambda.HttpResponseStream.from(responseStream, { statusCode, headers });
-          },
-          write: (chunk) => out.write(chunk),
-          drained: () => new Promise((resolve) => out.once('drain', () => resolve())),
-          end: () => {
-            out.end();
-          },
-        });
-      });
+  typeof (globalThis as { awslambda?: { streamifyResponse?: unknown } }).awslambda?.streamifyResponse ===
+  'function'
+    ? lambdaEntry(apiStreamFunction, executionModeStreamifyResponse)
+    : undefined;

@@ -20,10 +20,13 @@ export const env = {
   provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',
   terminateDlqUrl: 'DIFFERENTLY_TERMINATE_DLQ_URL',
   operationsDlqUrl: 'DIFFERENTLY_OPERATIONS_DLQ_URL',
-  /** Local testing only (SAM, DynamoDB Local, a local SQS): endpoints instead of AWS's. */
-  sqsEndpoint: 'DIFFERENTLY_SQS_ENDPOINT',
-  dynamodbEndpoint: 'DIFFERENTLY_DYNAMODB_ENDPOINT',
 } as const;
+
+/**
+ * The AWS SDK's own endpoint settings: declared (empty) on every function so `sam local invoke
+ * --env-vars` can point the clients at DynamoDB Local and a local SQS; an empty value means AWS's endpoint.
+ */
+export const sdkEndpointVariables = ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_SQS'] as const;
 
 export function requireEnv(...names: string[]): Record<string, string> {
   const missing = names.filter((name) => (process.env[name] ?? '') === '');

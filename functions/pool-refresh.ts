@@ -1,30 +1,32 @@
-import { z } from 'zod';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import { refreshPools } from '../lib/scheduler/pool-refresh.ts';
 import type { PoolView } from '../lib/store/records.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
-
-/** What the EventBridge Scheduler schedule sends (its target input); anything else is refused. */
-export const poolRefreshEventSchema = z.object({
-  source: z.literal('differently.schedule'),
-  task: z.literal('pool-refresh'),
-});
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import type { Observability } from './observability.ts';
+import { requireScheduleEvent } from './schedule-event.ts';
 
 export interface PoolRefreshReport {
   pools: { pool: string; healthy: boolean; reason: string | null }[];
 }
 
-export function createPoolRefreshHandler(plane: ControlPlane) {
+export function createPoolRefreshHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<PoolRefreshReport> => {
-    if (!poolRefreshEventSchema.safeParse(event).success) {
-      throw new Error('pool-refresh expects {"source":"differently.schedule","task":"pool-refresh"}');
-    }
+    requireScheduleEvent(event, 'pool-refresh');
     const views: PoolView[] = await refreshPools(plane);
+    tools?.metrics.addMetric(
+      'UnhealthyPools',
+      MetricUnit.Count,
+      views.filter((view) => !view.healthy).length,
+    );
     return { pools: views.map(({ pool, healthy, reason }) => ({ pool, healthy, reason })) };
   };
 }
 
-const poolRefreshHandler = once(async () => createPoolRefreshHandler(await controlPlaneFromEnv()));
+export const poolRefreshFunction: FunctionDefinition<unknown, PoolRefreshReport> = {
+  name: 'poolRefresh',
+  kind: 'scheduled',
+  core: createPoolRefreshHandler,
+};
 
-export const handler = async (event: unknown): Promise<PoolRefreshReport> =>
-  (await poolRefreshHandler())(event);
+export const handler = lambdaEntry(poolRefreshFunction);

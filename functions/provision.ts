@@ -1,16 +1,23 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
-export function createProvisionHandler(plane: ControlPlane) {
-  return createWorkQueueHandler('provision', plane, (message, receiveCount) =>
-    provisionSandbox(plane, message, receiveCount),
+/** The provision worker: places a queued sandbox on a pool and creates it there. */
+export function createProvisionHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+  return createWorkQueueHandler(
+    'provision',
+    { queue: plane.queue, log: plane.log, metrics: tools?.metrics },
+    (message, receiveCount) => provisionSandbox(plane, message, receiveCount),
   );
 }
 
-const provisionHandler = once(async () => createProvisionHandler(await controlPlaneFromEnv()));
+export const provisionFunction: FunctionDefinition<SQSEvent, SQSBatchResponse> = {
+  name: 'provision',
+  kind: 'worker',
+  core: createProvisionHandler,
+};
 
-export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> =>
-  (await provisionHandler())(event);
+export const handler = lambdaEntry(provisionFunction);

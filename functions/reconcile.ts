@@ -1,21 +1,9 @@
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { z } from 'zod';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import { type ReconcileReport, reconcile } from '../lib/scheduler/reconcile.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
-
-/** What the EventBridge Scheduler schedule sends (its target input); anything else is refused. */
-export const reconcileEventSchema = z.object({
-  source: z.literal('differently.schedule'),
-  task: z.literal('reconcile'),
-});
-
-/** The slice of Powertools' Metrics this function uses, so tests can record what it publishes. */
-export interface MetricsSink {
-  singleMetric(): Pick<Metrics, 'addDimension' | 'addMetric'>;
-  addMetric(name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void;
-  publishStoredMetrics(): void;
-}
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import type { Observability } from './observability.ts';
+import { requireScheduleEvent } from './schedule-event.ts';
 
 const perPool = [
   ['OrphansDeleted', 'orphansDeleted'],
@@ -26,35 +14,38 @@ const perPool = [
   ['Stopped', 'stopped'],
 ] as const;
 
-/** One EMF record per pool with its counts (dimension `pool`), plus the pass duration. */
-export function publishReconcileMetrics(metrics: MetricsSink, report: ReconcileReport): void {
-  if (!report.ran) return;
-  for (const pool of report.pools) {
-    const single = metrics.singleMetric();
-    single.addDimension('pool', pool.pool);
-    for (const [name, field] of perPool) single.addMetric(name, MetricUnit.Count, pool[field]);
-    single.addMetric('PoolSkipped', MetricUnit.Count, pool.skipped === undefined ? 0 : 1);
+/**
+ * One EMF record per pool with all its counts under the dimension `pool`, then the pass duration without
+ * it. Each pool's record is published on its own: Powertools clears the dimensions at each publish, so
+ * the next pool's counts never carry the previous pool's name (nor lose it, as a single metric would
+ * after its first value).
+ */
+export function publishReconcileMetrics(metrics: Metrics, report: ReconcileReport): void {
+  for (const pool of report.ran ? report.pools : []) {
+    metrics.addDimension('pool', pool.pool);
+    for (const [name, field] of perPool) metrics.addMetric(name, MetricUnit.Count, pool[field]);
+    metrics.addMetric('PoolSkipped', MetricUnit.Count, pool.skipped === undefined ? 0 : 1);
+    metrics.publishStoredMetrics();
   }
-  metrics.addMetric('ReconcileDuration', MetricUnit.Milliseconds, report.durationMs);
-  metrics.publishStoredMetrics();
+  // Published by the logMetrics middleware with the invocation's other metrics. ReconcileRan is 0 when
+  // another container held the lease: the pass did nothing.
+  metrics.addMetric('ReconcileRan', MetricUnit.Count, report.ran ? 1 : 0);
+  if (report.ran) metrics.addMetric('ReconcileDuration', MetricUnit.Milliseconds, report.durationMs);
 }
 
-export function createReconcileHandler(plane: ControlPlane, metrics?: MetricsSink) {
+export function createReconcileHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<ReconcileReport> => {
-    if (!reconcileEventSchema.safeParse(event).success) {
-      throw new Error('the reconciler expects {"source":"differently.schedule","task":"reconcile"}');
-    }
+    requireScheduleEvent(event, 'reconcile');
     const report = await reconcile(plane);
-    if (metrics !== undefined) publishReconcileMetrics(metrics, report);
+    if (tools !== undefined) publishReconcileMetrics(tools.metrics, report);
     return report;
   };
 }
 
-const reconcileHandler = once(async () =>
-  createReconcileHandler(
-    await controlPlaneFromEnv(),
-    new Metrics({ namespace: 'Differently', serviceName: 'reconcile' }),
-  ),
-);
+export const reconcileFunction: FunctionDefinition<unknown, ReconcileReport> = {
+  name: 'reconcile',
+  kind: 'scheduled',
+  core: createReconcileHandler,
+};
 
-export const handler = async (event: unknown): Promise<ReconcileReport> => (await reconcileHandler())(event);
+export const handler = lambdaEntry(reconcileFunction);

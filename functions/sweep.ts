@@ -1,23 +1,36 @@
-import { z } from 'zod';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import { type SweepReport, sweep } from '../lib/scheduler/sweep.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import type { Observability } from './observability.ts';
+import { requireScheduleEvent } from './schedule-event.ts';
 
-/** What the EventBridge Scheduler schedule sends (its target input); anything else is refused. */
-export const scheduleEventSchema = z.object({
-  source: z.literal('differently.schedule'),
-  task: z.literal('sweep'),
-});
+/** The sweep's counts, as metrics (flushed with the invocation). */
+const sweepMetrics = {
+  expired: 'SweepExpired',
+  requeuedProvisions: 'SweepRequeuedProvisions',
+  requeuedTerminations: 'SweepRequeuedTerminations',
+  requeuedOperations: 'SweepRequeuedOperations',
+  deadLetteredProvisions: 'SweepDeadLetteredProvisions',
+  deadLetteredTerminations: 'SweepDeadLetteredTerminations',
+  deadLetteredOperations: 'SweepDeadLetteredOperations',
+  skipped: 'SweepSkipped',
+} as const satisfies Record<keyof SweepReport, string>;
 
-export function createSweepHandler(plane: ControlPlane) {
+export function createSweepHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<SweepReport> => {
-    const parsed = scheduleEventSchema.safeParse(event);
-    if (!parsed.success)
-      throw new Error('the sweep expects {"source":"differently.schedule","task":"sweep"}');
-    return sweep(plane);
+    requireScheduleEvent(event, 'sweep');
+    const report = await sweep(plane);
+    for (const [field, name] of Object.entries(sweepMetrics))
+      tools?.metrics.addMetric(name, MetricUnit.Count, report[field as keyof SweepReport]);
+    return report;
   };
 }
 
-const sweepHandler = once(async () => createSweepHandler(await controlPlaneFromEnv()));
+export const sweepFunction: FunctionDefinition<unknown, SweepReport> = {
+  name: 'sweep',
+  kind: 'scheduled',
+  core: createSweepHandler,
+};
 
-export const handler = async (event: unknown): Promise<SweepReport> => (await sweepHandler())(event);
+export const handler = lambdaEntry(sweepFunction);

@@ -1,16 +1,23 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ControlPlane } from '../lib/control-plane.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
-import { controlPlaneFromEnv, once } from './wiring.ts';
+import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
-export function createTerminateHandler(plane: ControlPlane) {
-  return createWorkQueueHandler('terminate', plane, (message, receiveCount) =>
-    terminateSandbox(plane, message, receiveCount),
+/** The terminate worker: deletes a sandbox's instance on its pool until it is gone. */
+export function createTerminateHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+  return createWorkQueueHandler(
+    'terminate',
+    { queue: plane.queue, log: plane.log, metrics: tools?.metrics },
+    (message, receiveCount) => terminateSandbox(plane, message, receiveCount),
   );
 }
 
-const terminateHandler = once(async () => createTerminateHandler(await controlPlaneFromEnv()));
+export const terminateFunction: FunctionDefinition<SQSEvent, SQSBatchResponse> = {
+  name: 'terminate',
+  kind: 'worker',
+  core: createTerminateHandler,
+};
 
-export const handler = async (event: SQSEvent): Promise<SQSBatchResponse> =>
-  (await terminateHandler())(event);
+export const handler = lambdaEntry(terminateFunction);

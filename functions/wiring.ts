@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
+import { SecretsProvider } from '@aws-lambda-powertools/parameters/secrets';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { buildPools } from '../adapters/registry.ts';
+import type { AdapterCallTracer } from '../adapters/traced-adapter.ts';
 import type { ExecutionAdapter } from '../lib/adapter/contract.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
@@ -19,17 +20,42 @@ import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
 import { env, requireEnv } from './environment.ts';
+import { observability, powertoolsLog } from './observability.ts';
 
-export const logger = new Logger({ serviceName: 'differently' });
+/**
+ * AWS SDK clients as this container makes them: traced by Powertools' Tracer (each call a subsegment),
+ * with endpoints from the SDK's own settings (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, ...), which
+ * is how local runs and `sam local invoke` point them at DynamoDB Local and a local SQS.
+ */
+const traced = <C>(client: C): C => observability.tracer.captureAWSv3Client(client);
 
-/** Powertools' Logger behind the lib Log port. */
-export function powertoolsLog(base: Logger = logger): Log {
-  return {
-    debug: (message, extra) => base.debug(message, extra ?? {}),
-    info: (message, extra) => base.info(message, extra ?? {}),
-    warn: (message, extra) => base.warn(message, extra ?? {}),
-    error: (message, extra) => base.error(message, extra ?? {}),
-  };
+/**
+ * An adapter call as an X-Ray subsegment `<kind>.<method>` annotated with the pool and the adapter kind,
+ * its error recorded; the provider's HTTP requests (captured by the Tracer) nest beneath it.
+ */
+const traceAdapterCall: AdapterCallTracer = async (pool, kind, method, call) => {
+  const tracer = observability.tracer;
+  if (!tracer.isTracingEnabled()) return call();
+  return (await tracer.provider.captureAsyncFunc(`${kind}.${method}`, async (subsegment) => {
+    subsegment?.addAnnotation('pool', pool);
+    subsegment?.addAnnotation('adapter', kind);
+    try {
+      return await call();
+    } catch (error) {
+      subsegment?.addError(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    } finally {
+      subsegment?.close();
+    }
+  })) as Awaited<ReturnType<typeof call>>;
+};
+
+/** Secrets (the admin key, provider credentials) through Powertools' cache, over a traced client. */
+const secrets = new SecretsProvider({ awsSdkV3Client: traced(new SecretsManagerClient({})) });
+
+async function secretString(arn: string): Promise<string | undefined> {
+  const value = await secrets.get(arn, { maxAge: 300 });
+  return typeof value === 'string' ? value : undefined;
 }
 
 async function loadConfig(): Promise<Config> {
@@ -42,15 +68,13 @@ async function loadConfig(): Promise<Config> {
 function storeFromEnv(): Store {
   if (process.env[env.store] === 'memory') return new MemoryStore();
   const table = requireEnv(env.tableName)[env.tableName] ?? '';
-  const endpoint = process.env[env.dynamodbEndpoint];
-  const client = new DynamoDBClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
   const bus = process.env[env.eventBusName];
   return new DynamoDbStore({
-    client: documentClient(client),
+    client: documentClient(traced(new DynamoDBClient({}))),
     tableName: table,
     ...(bus !== undefined &&
       bus !== '' && {
-        onLinking: publishLifecycleEvents(new EventBridgePublisher(new EventBridgeClient({}), bus)),
+        onLinking: publishLifecycleEvents(new EventBridgePublisher(traced(new EventBridgeClient({})), bus)),
       }),
   });
 }
@@ -62,8 +86,8 @@ function storeFromEnv(): Store {
 async function adminKeyFromEnv(): Promise<string | undefined> {
   const arn = process.env[env.adminKeySecretArn];
   if (arn !== undefined && arn !== '') {
-    const secret = await getSecret(arn, { maxAge: 300 });
-    if (typeof secret !== 'string' || secret.length < 16)
+    const secret = await secretString(arn);
+    if (secret === undefined || secret.length < 16)
       throw new Error(`the admin key secret ${arn} is empty or too short`);
     return secret;
   }
@@ -82,6 +106,8 @@ export interface ContainerParts {
   resolveCredential?: CredentialResolver;
   /** Backends shared by every container (the local runtime's fake pools, tests' injected adapters). */
   adapters?: Record<string, ExecutionAdapter>;
+  /** Traces every backend call (Powertools' Tracer on Lambda). */
+  traceAdapterCall?: AdapterCallTracer;
   validateResponses?: boolean;
 }
 
@@ -91,12 +117,13 @@ export interface ContainerParts {
  * container, so both build containers the same way.
  */
 export async function wireControlPlane(parts: ContainerParts): Promise<ControlPlane> {
-  const { adapters, resolveCredential, ...deps } = parts;
+  const { adapters, resolveCredential, traceAdapterCall, ...deps } = parts;
   const pools = await buildPools(parts.config, {
     log: parts.log,
     store: parts.store,
     ...(resolveCredential !== undefined && { resolveCredential }),
     ...(adapters !== undefined && { adapters }),
+    ...(traceAdapterCall !== undefined && { traceAdapterCall }),
   });
   return createControlPlane({ ...deps, pools });
 }
@@ -107,8 +134,7 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const admin = await adminKeyFromEnv();
   const config = await loadConfig();
   const log = powertoolsLog();
-  const endpoint = process.env[env.sqsEndpoint];
-  const sqs = new SQSClient(endpoint === undefined || endpoint === '' ? {} : { endpoint });
+  const sqs = traced(new SQSClient({}));
   const provisionDlq = process.env[env.provisionDlqUrl];
   const terminateDlq = process.env[env.terminateDlqUrl];
   const operationsDlq = process.env[env.operationsDlqUrl];
@@ -131,10 +157,8 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
     }),
     log,
     // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
-    resolveCredential: credentialResolver(async (arn) => {
-      const value = await getSecret(arn, { maxAge: 300 });
-      return typeof value === 'string' ? value : undefined;
-    }),
+    resolveCredential: credentialResolver(secretString),
+    traceAdapterCall: traceAdapterCall,
     ...(admin !== undefined && { adminKey: admin }),
   });
 }

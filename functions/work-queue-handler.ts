@@ -1,10 +1,14 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describeError, type Log } from '../lib/log.ts';
 import { type QueueName, type WorkMessage, type WorkQueue, workMessageSchema } from '../lib/queue/port.ts';
 import type { WorkOutcome } from '../lib/scheduler/outcome.ts';
 
 export type Work = (message: WorkMessage, receiveCount: number) => Promise<WorkOutcome>;
+
+/** The per-batch counts each worker publishes (dimension `queue`). */
+type WorkCount = 'WorkDone' | 'WorkRetried' | 'WorkFailed';
 
 export class RetryLater extends Error {
   override readonly name = 'RetryLater';
@@ -31,9 +35,27 @@ function parseMessage(record: SQSRecord): WorkMessage {
  * message's visibility to the backoff delay and reports it in batchItemFailures, so SQS (not the
  * function) holds the wait. A malformed body fails until maxReceiveCount moves it to the DLQ.
  */
-export function createWorkQueueHandler(queue: QueueName, deps: { queue: WorkQueue; log: Log }, work: Work) {
+export function createWorkQueueHandler(
+  queue: QueueName,
+  deps: { queue: WorkQueue; log: Log; metrics?: Metrics | undefined },
+  work: Work,
+) {
   return async (event: SQSEvent): Promise<SQSBatchResponse> => {
     const processor = new BatchProcessor(EventType.SQS);
+    const counts: Record<WorkCount, number> = { WorkDone: 0, WorkRetried: 0, WorkFailed: 0 };
+    try {
+      return await processRecords(event, processor, counts);
+    } finally {
+      // Flushed with the invocation by the logMetrics middleware: one EMF record per batch.
+      if (deps.metrics !== undefined) {
+        deps.metrics.addDimension('queue', queue);
+        for (const [name, value] of Object.entries(counts))
+          deps.metrics.addMetric(name, MetricUnit.Count, value);
+      }
+    }
+  };
+
+  function processRecords(event: SQSEvent, processor: BatchProcessor, counts: Record<WorkCount, number>) {
     return processPartialResponse(
       event,
       async (record: SQSRecord) => {
@@ -48,6 +70,7 @@ export function createWorkQueueHandler(queue: QueueName, deps: { queue: WorkQueu
             receiveCount,
             error: describeError(error),
           });
+          counts.WorkFailed++;
           throw error;
         }
         const context = { queue, sandboxId: message.sandboxId, orgId: message.orgId, receiveCount };
@@ -59,16 +82,19 @@ export function createWorkQueueHandler(queue: QueueName, deps: { queue: WorkQueu
             ...context,
             error: describeError(error),
           });
+          counts.WorkFailed++;
           throw error;
         }
         if (outcome.kind === 'retry') {
           await deps.queue.changeVisibility(queue, record.receiptHandle, outcome.delaySeconds);
           deps.log.info('retry scheduled', { ...context, delaySeconds: outcome.delaySeconds });
+          counts.WorkRetried++;
           throw new RetryLater(`retry ${message.sandboxId} in ${outcome.delaySeconds} s`);
         }
+        counts.WorkDone++;
       },
       processor,
       { throwOnFullBatchFailure: false },
     );
-  };
+  }
 }

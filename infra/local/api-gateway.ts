@@ -1,15 +1,17 @@
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { ResponseSink } from '../../functions/api.ts';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { StreamedResult } from '../../functions/api.ts';
 import { awsLimits, type GatewayResponse, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 import { describeError, type Log } from '../../lib/log.ts';
 import type { FunctionContainers } from './function-containers.ts';
-import type { ApiHandler } from './http-server.ts';
+import type { ApiHandler, ResponseSink } from './http-server.ts';
 
 export interface ApiGatewayOptions {
   /** The api function (buffered proxy integration, 29 s). */
-  buffered: FunctionContainers<(event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>>;
+  buffered: FunctionContainers<
+    (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>
+  >;
   /** The apiStream function (transfer mode STREAM, 15 minutes). */
-  streaming: FunctionContainers<(event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>>;
+  streaming: FunctionContainers<(event: APIGatewayProxyEvent, context: Context) => Promise<StreamedResult>>;
   isStreamRoute: (event: APIGatewayProxyEvent) => boolean;
   log: Log;
 }
@@ -31,18 +33,13 @@ export function apiGateway(options: ApiGatewayOptions): ApiHandler {
   return async (event, sink) => {
     if (options.isStreamRoute(event)) {
       let started = false;
-      const tracked: ResponseSink = {
-        start: (status, headers) => {
-          started = true;
-          sink.start(status, headers);
-        },
-        write: (chunk) => sink.write(chunk),
-        ...(sink.drained !== undefined && { drained: () => (sink.drained as () => Promise<void>)() }),
-        end: () => sink.end(),
-        ...(sink.signal !== undefined && { signal: sink.signal }),
-      };
       try {
-        await options.streaming.invoke((handler) => handler(event, tracked));
+        // The invocation lasts until the body has been written, as a streaming Lambda's does.
+        await options.streaming.invoke(async (handler, context) => {
+          const result = await handler(event, context);
+          started = true;
+          await pipeToSink(result, sink);
+        });
       } catch (error) {
         options.log.error('streaming function failed', { error: describeError(error) });
         if (!started) writeGatewayResponse(sink, gatewayResponses.integrationFailure);
@@ -56,7 +53,7 @@ export function apiGateway(options: ApiGatewayOptions): ApiHandler {
     });
     let result: APIGatewayProxyResult | 'timeout';
     try {
-      const invocation = options.buffered.invoke((handler) => handler(event));
+      const invocation = options.buffered.invoke((handler, context) => handler(event, context));
       // The function may still finish after the gateway gave up; its result then goes nowhere.
       invocation.catch(() => undefined);
       result = await Promise.race([invocation, deadline]);
@@ -94,4 +91,29 @@ export function apiGateway(options: ApiGatewayOptions): ApiHandler {
     if (body.length > 0) sink.write(body);
     sink.end();
   };
+}
+
+/**
+ * Writes a streamed result as Lambda's response stream does: status and headers first, then each chunk
+ * as the body produces it, waiting while the client is behind; a client that goes away destroys the
+ * body, which cancels the work that produces it.
+ */
+async function pipeToSink(result: StreamedResult, sink: ResponseSink): Promise<void> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(result.headers)) headers[name] = String(value);
+  sink.start(result.statusCode, headers);
+  const gone = () => result.body.destroy();
+  sink.signal?.addEventListener('abort', gone, { once: true });
+  try {
+    for await (const chunk of result.body) {
+      if (sink.signal?.aborted === true) break;
+      if (sink.write(chunk as Buffer | string) === false && sink.drained !== undefined) await sink.drained();
+    }
+  } catch (error) {
+    // A body destroyed because the client left ends early by design; anything else is the function's failure.
+    if (sink.signal?.aborted !== true) throw error;
+  } finally {
+    sink.signal?.removeEventListener('abort', gone);
+    sink.end();
+  }
 }

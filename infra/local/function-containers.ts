@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { Context } from 'aws-lambda';
 import { describeError, type Log } from '../../lib/log.ts';
 
 /** An invocation that ran past its function's timeout: Lambda ends it and discards the container. */
@@ -61,13 +63,17 @@ export class FunctionContainers<H> {
     return Object.fromEntries(this.#containers.map((c) => [`${this.#options.name}-${c.id}`, c.invocations]));
   }
 
-  /** Runs one invocation on a container, within the function's timeout. */
-  async invoke<R>(call: (handler: H) => Promise<R>): Promise<R> {
+  /**
+   * Runs one invocation on a container, within the function's timeout. The call gets the invocation's
+   * Lambda context (request id, function name, remaining time), as the handler does on Lambda.
+   */
+  async invoke<R>(call: (handler: H, context: Context) => Promise<R>): Promise<R> {
     const container = this.#pick();
     container.busy++;
     container.invocations++;
     let timer: NodeJS.Timeout | undefined;
     const timeoutMs = this.#options.timeoutSeconds * 1000;
+    const context = this.#context(container, Date.now() + timeoutMs);
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         // As Lambda: the container is gone with its in-memory state; later calls cold-start another.
@@ -81,11 +87,32 @@ export class FunctionContainers<H> {
       timer.unref();
     });
     try {
-      return await Promise.race([container.handler.then(call), timedOut]);
+      return await Promise.race([container.handler.then((handler) => call(handler, context)), timedOut]);
     } finally {
       clearTimeout(timer);
       container.busy--;
     }
+  }
+
+  #context(container: Container<H>, deadline: number): Context {
+    const functionName = `differently-${this.#options.name}`;
+    const unsupported = () => {
+      throw new Error('the callback API is not supported: handlers are async');
+    };
+    return {
+      callbackWaitsForEmptyEventLoop: false,
+      functionName,
+      functionVersion: '$LATEST',
+      invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+      memoryLimitInMB: '512',
+      awsRequestId: randomUUID(),
+      logGroupName: `/aws/lambda/${functionName}`,
+      logStreamName: `local/${this.#options.name}-${container.id}`,
+      getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+      done: unsupported,
+      fail: unsupported,
+      succeed: unsupported,
+    };
   }
 
   #pick(): Container<H> {

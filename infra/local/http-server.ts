@@ -2,13 +2,24 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import type { ResponseSink } from '../../functions/api.ts';
 import { awsLimits, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 
 /** API Gateway refuses bodies above 10 MB; the local server does the same before reading them whole. */
 export const maxRequestBytes = awsLimits.maxRequestBytes;
 /** Request headers the local server reads (API Gateway's own header limits are of this order). */
 export const maxHeaderBytes = 16 * 1024;
+
+/** Where the local gateway writes a response: the status and headers once, then chunks as they come. */
+export interface ResponseSink {
+  start(status: number, headers: Record<string, string>): void;
+  /** false when the transport holds more than it wants (the client reads slower than we write). */
+  write(chunk: string | Buffer): boolean | undefined;
+  /** Resolves when the transport can take more after a write answered false. */
+  drained?(): Promise<void>;
+  end(): void;
+  /** Aborted when the client disconnects before the end: streamed work is cancelled with it. */
+  signal?: AbortSignal;
+}
 
 export type ApiHandler = (event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>;
 

@@ -1,17 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Message } from '@aws-sdk/client-sqs';
-import type { APIGatewayProxyEvent, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { createApiHandler, createStreamingApiHandler } from '../../functions/api.ts';
-import { createOperationsHandler } from '../../functions/operations.ts';
-import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
-import { createProvisionHandler } from '../../functions/provision.ts';
-import { createReconcileHandler } from '../../functions/reconcile.ts';
-import { createSweepHandler } from '../../functions/sweep.ts';
-import { createTerminateHandler } from '../../functions/terminate.ts';
+import { apiFunction, apiStreamFunction } from '../../functions/api.ts';
+import { type FunctionDefinition, handlerFor } from '../../functions/entry.ts';
+import { metricsNamespace, type Observability } from '../../functions/observability.ts';
+import { operationsFunction } from '../../functions/operations.ts';
+import { poolRefreshFunction } from '../../functions/pool-refresh.ts';
+import { provisionFunction } from '../../functions/provision.ts';
+import { reconcileFunction } from '../../functions/reconcile.ts';
+import { scheduleEvent } from '../../functions/schedule-event.ts';
+import { sweepFunction } from '../../functions/sweep.ts';
+import { terminateFunction } from '../../functions/terminate.ts';
 import { wireControlPlane } from '../../functions/wiring.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
 import type { AuditEvent } from '../../lib/audit.ts';
@@ -38,9 +44,9 @@ import { ScheduleTimer } from './timers.ts';
 
 /** The inputs the EventBridge schedules send (events/*-schedule.json). */
 const scheduleEvents = {
-  sweep: { source: 'differently.schedule', task: 'sweep' },
-  reconcile: { source: 'differently.schedule', task: 'reconcile' },
-  poolRefresh: { source: 'differently.schedule', task: 'pool-refresh' },
+  sweep: scheduleEvent('sweep'),
+  reconcile: scheduleEvent('reconcile'),
+  poolRefresh: scheduleEvent('pool-refresh'),
 };
 
 async function localStore(
@@ -96,9 +102,10 @@ export function defaultLocalConfig(): Config {
 }
 
 /** What a poller calls: the Lambda handler of an SQS-triggered worker. */
+/** A worker as the pollers call it (the containers add the Lambda context). */
 export type WorkerHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 /** What a timer calls: the Lambda handler of a scheduled function. */
-type ScheduledHandler = (event: unknown) => Promise<unknown>;
+type ScheduledHandler = (event: unknown, context: Context) => Promise<unknown>;
 
 export interface LocalRuntimeOptions {
   config?: Config;
@@ -158,6 +165,26 @@ function isStreamRoute(event: APIGatewayProxyEvent): boolean {
 }
 
 /**
+ * Powertools' tools for one local container: logs at WARN when the runtime has a log to write to (silent
+ * otherwise, as in tests), no EMF lines (they are for CloudWatch; locally they would only flood stdout),
+ * and a tracer that Powertools itself keeps off outside Lambda.
+ */
+function localObservability(name: string, verbose: boolean): Observability {
+  const previous = process.env.POWERTOOLS_METRICS_DISABLED;
+  process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  try {
+    return {
+      logger: new Logger({ serviceName: `differently-${name}`, logLevel: verbose ? 'WARN' : 'SILENT' }),
+      metrics: new Metrics({ namespace: metricsNamespace, serviceName: `differently-${name}` }),
+      tracer: new Tracer({ serviceName: `differently-${name}`, enabled: false }),
+    };
+  } finally {
+    if (previous === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
+    else process.env.POWERTOOLS_METRICS_DISABLED = previous;
+  }
+}
+
+/**
  * The fake adapter is its own backend: one instance per pool, shared by every container, as a real
  * backend is shared by every Lambda container.
  */
@@ -213,32 +240,41 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const plane = await coldStart();
   const timeouts = functionTimeouts(config);
   const count = options.containers ?? 2;
-  const containers = <H>(name: FunctionName, build: (plane: ControlPlane) => H) =>
-    new FunctionContainers<H>({
-      name,
+  // Each container runs the function's own middleware stack (functions/middlewares.ts) with its own tools.
+  const containers = <E, R>(definition: FunctionDefinition<E, R>) =>
+    new FunctionContainers<(event: E, context: Context) => Promise<R>>({
+      name: definition.name,
       count,
-      coldStart: async () => build(await coldStart()),
-      timeoutSeconds: timeouts[name],
+      coldStart: async () =>
+        handlerFor(
+          definition,
+          await coldStart(),
+          localObservability(definition.name, options.log !== undefined),
+        ),
+      timeoutSeconds: timeouts[definition.name as FunctionName],
       log,
     });
   const functions = {
-    api: containers('api', createApiHandler),
-    apiStream: containers('apiStream', createStreamingApiHandler),
-    provision: containers('provision', createProvisionHandler),
-    terminate: containers('terminate', createTerminateHandler),
-    operations: containers('operations', createOperationsHandler),
-    sweep: containers('sweep', createSweepHandler),
-    reconcile: containers('reconcile', createReconcileHandler),
-    poolRefresh: containers('poolRefresh', createPoolRefreshHandler),
+    api: containers(apiFunction),
+    apiStream: containers(apiStreamFunction),
+    provision: containers(provisionFunction),
+    terminate: containers(terminateFunction),
+    operations: containers(operationsFunction),
+    sweep: containers(sweepFunction),
+    reconcile: containers(reconcileFunction),
+    poolRefresh: containers(poolRefreshFunction),
   };
   const workers = options.wrapWorker ?? ((_queue: QueueName, handler: WorkerHandler) => handler);
-  const workerFunctions: Record<QueueName, FunctionContainers<WorkerHandler>> = {
+  const workerFunctions: Record<
+    QueueName,
+    FunctionContainers<(event: SQSEvent, context: Context) => Promise<SQSBatchResponse>>
+  > = {
     provision: functions.provision,
     terminate: functions.terminate,
     operations: functions.operations,
   };
   const invokeWorker = (queue: QueueName): WorkerHandler =>
-    workers(queue, (event) => workerFunctions[queue].invoke((handler) => handler(event)));
+    workers(queue, (event) => workerFunctions[queue].invoke((handler, context) => handler(event, context)));
   const makePollers = () =>
     queueNames.map(
       (queue) =>
@@ -265,7 +301,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     if (seconds <= 0) return;
     const event = scheduleEvents[name];
     timers.push(
-      new ScheduleTimer(name, seconds * 1000, () => scheduled[name].invoke((handler) => handler(event)), log),
+      new ScheduleTimer(
+        name,
+        seconds * 1000,
+        () => scheduled[name].invoke((handler, context) => handler(event, context)),
+        log,
+      ),
     );
   };
   schedule('sweep', options.sweepIntervalSeconds ?? 30);

@@ -1,13 +1,15 @@
+import { Readable } from 'node:stream';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ResponseSink } from '../../functions/api.ts';
+import type { StreamedResult } from '../../functions/api.ts';
 import { apiGateway } from '../../infra/local/api-gateway.ts';
 import { FunctionContainers, FunctionTimeout } from '../../infra/local/function-containers.ts';
+import type { ResponseSink } from '../../infra/local/http-server.ts';
 import { awsLimits } from '../../lib/limits.ts';
 import { silentLog } from '../../lib/log.ts';
 
 type Buffered = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
-type Streaming = (event: APIGatewayProxyEvent, sink: ResponseSink) => Promise<void>;
+type Streaming = (event: APIGatewayProxyEvent) => Promise<StreamedResult>;
 
 /** What a client receives through the local API Gateway. */
 function recorder() {
@@ -29,7 +31,9 @@ function recorder() {
 
 const event = (path = '/v1/usage', method = 'GET') => ({ path, httpMethod: method }) as APIGatewayProxyEvent;
 
-function gateway(buffered: Buffered, streaming: Streaming = async () => undefined) {
+const nothingStreamed: Streaming = async () => ({ statusCode: 204, headers: {}, body: Readable.from([]) });
+
+function gateway(buffered: Buffered, streaming: Streaming = nothingStreamed) {
   const containers = <H>(name: string, build: () => H, timeoutSeconds: number) =>
     new FunctionContainers<H>({
       name,
@@ -99,12 +103,16 @@ describe('the local API Gateway', () => {
     vi.useFakeTimers();
     const streamed = gateway(
       async () => ({ statusCode: 500, body: '' }),
-      async (_event, sink) => {
-        sink.start(200, {});
-        await new Promise((resolve) => setTimeout(resolve, 60_000));
-        sink.write('x'.repeat(awsLimits.maxBufferedResponseBytes + 1));
-        sink.end();
-      },
+      async () => ({
+        statusCode: 200,
+        headers: {},
+        body: Readable.from(
+          (async function* () {
+            await new Promise((resolve) => setTimeout(resolve, 60_000));
+            yield 'x'.repeat(awsLimits.maxBufferedResponseBytes + 1);
+          })(),
+        ),
+      }),
     );
     const { out, sink } = recorder();
     const answered = streamed(event('/v1/sandboxes/sbx_1/exec', 'POST'), sink);

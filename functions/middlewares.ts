@@ -1,0 +1,99 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import middy, { type MiddlewareObj, type MiddyfiedHandler, type PluginExecutionMode } from '@middy/core';
+import httpSecurityHeaders from '@middy/http-security-headers';
+import type { Context } from 'aws-lambda';
+import { toErrorResponse } from '../lib/errors.ts';
+import { describeError } from '../lib/log.ts';
+import type { Observability } from './observability.ts';
+
+/** What kind of entry point a function is: its cross-cutting concerns follow from it. */
+export type EntryKind = 'http' | 'worker' | 'scheduled';
+
+export interface MiddlewareOptions<E> {
+  kind: EntryKind;
+  /** The id every log line of the invocation carries (API Gateway's request id for the API). */
+  correlationId?: (event: E) => string | undefined;
+}
+
+/** The id of the invocation's caller request on every log line, so one request's lines can be found. */
+function correlation<E>(
+  logger: Observability['logger'],
+  id: (event: E) => string | undefined,
+): MiddlewareObj<E> {
+  return {
+    name: 'correlation-id',
+    before: (request) => {
+      const value = id(request.event);
+      if (value !== undefined) logger.setCorrelationId(value);
+    },
+  };
+}
+
+/**
+ * The one error model at the Lambda edge of the API: the router already answers every error it meets;
+ * anything that escapes it (a cold start that failed, a bug in a middleware) is logged with its cause
+ * and answered with the masked `internal` envelope, never a stack or a message from inside.
+ */
+function httpErrorEnvelope(logger: Observability['logger']): MiddlewareObj {
+  return {
+    name: 'http-error-envelope',
+    onError: (request) => {
+      logger.error('unhandled error in the api function', { error: describeError(request.error) });
+      const { status, body } = toErrorResponse(request.error);
+      request.response = {
+        statusCode: status,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        isBase64Encoded: false,
+      };
+    },
+  };
+}
+
+/**
+ * Workers and schedules fail loudly (Lambda retries, then the DLQ or the schedule's DLQ has it): the
+ * error is logged once with its cause, then rethrown by middy.
+ */
+function logFailure(logger: Observability['logger']): MiddlewareObj {
+  return {
+    name: 'log-failure',
+    onError: (request) => {
+      logger.error('invocation failed', { error: describeError(request.error) });
+    },
+  };
+}
+
+/**
+ * The stack every entry point runs in, on Lambda and in the local runtime alike: the Lambda context on
+ * every log line (request id, cold start), the trace segment with its ColdStart annotation, metrics
+ * flushed once per invocation (with a ColdStart metric), the correlation id, and for the API the error
+ * envelope and the security headers every response carries.
+ */
+export function withMiddlewares<E, R>(
+  core: (event: E, context: Context) => Promise<R>,
+  tools: Observability,
+  options: MiddlewareOptions<E>,
+  executionMode?: PluginExecutionMode,
+): MiddyfiedHandler<E, R> {
+  const handler = middy<E, R>(executionMode === undefined ? {} : { executionMode })
+    .use(injectLambdaContext(tools.logger, { resetKeys: true }))
+    // The response is not put on the trace: it can carry command output and file contents.
+    .use(captureLambdaHandler(tools.tracer, { captureResponse: false }))
+    .use(logMetrics(tools.metrics, { captureColdStartMetric: true }));
+  if (options.correlationId !== undefined) handler.use(correlation(tools.logger, options.correlationId));
+  if (options.kind === 'http') {
+    handler
+      .use(
+        httpSecurityHeaders({
+          // A JSON API: nothing it answers may be framed, sniffed or run as a page.
+          contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" },
+        }),
+      )
+      .use(httpErrorEnvelope(tools.logger));
+  } else {
+    handler.use(logFailure(tools.logger));
+  }
+  return handler.handler(core);
+}

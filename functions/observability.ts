@@ -1,0 +1,41 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Log } from '../lib/log.ts';
+
+/** The CloudWatch namespace every function's metrics go to. */
+export const metricsNamespace = 'Differently';
+
+/** Powertools' three tools, as one container holds them (one of each per container, like its clients). */
+export interface Observability {
+  logger: Logger;
+  metrics: Metrics;
+  tracer: Tracer;
+}
+
+/**
+ * The tools of one function: its service name on every log line, metric and trace. The tracer is off
+ * outside Lambda (and under SAM) by Powertools' own rule, so tests and the local runtime send no segments.
+ */
+export function observabilityFor(service: string): Observability {
+  return {
+    logger: new Logger({ serviceName: service }),
+    metrics: new Metrics({ namespace: metricsNamespace, serviceName: service }),
+    tracer: new Tracer({ serviceName: service }),
+  };
+}
+
+/** The tools of this container: the function's name comes from POWERTOOLS_SERVICE_NAME on Lambda. */
+export const observability: Observability = observabilityFor(
+  process.env.POWERTOOLS_SERVICE_NAME ?? 'differently',
+);
+
+/** Powertools' Logger behind the lib Log port. */
+export function powertoolsLog(base: Logger = observability.logger): Log {
+  return {
+    debug: (message, extra) => base.debug(message, extra ?? {}),
+    info: (message, extra) => base.info(message, extra ?? {}),
+    warn: (message, extra) => base.warn(message, extra ?? {}),
+    error: (message, extra) => base.error(message, extra ?? {}),
+  };
+}
