@@ -33,3 +33,6 @@ export function requireEnv(...names: string[]): Record<string, string> {
   if (missing.length > 0) throw new Error(`missing environment variables: ${missing.join(', ')}`);
   return Object.fromEntries(names.map((name) => [name, process.env[name] ?? '']));
 }
+
+/** The CloudWatch namespace of every function's metrics (POWERTOOLS_METRICS_NAMESPACE on Lambda). */
+export const metricsNamespace = 'Differently';

@@ -2,9 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Log } from '../lib/log.ts';
-
-/** The CloudWatch namespace every function's metrics go to. */
-export const metricsNamespace = 'Differently';
+import { metricsNamespace } from './environment.ts';
 
 /** Powertools' three tools, as one container holds them (one of each per container, like its clients). */
 export interface Observability {

@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, Validations } from 'aws-cdk-lib';
+import { Annotations, App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { poolConfigProblems } from '../../adapters/registry.ts';
-import { type Config, parseConfigText } from '../../lib/config.ts';
+import { type Config, devOnlyAdapterKinds, parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { ControlPlaneStack } from './control-plane-stack.ts';
 import { applyNagSuppressions } from './nag-suppressions.ts';
@@ -27,20 +27,50 @@ export function loadSynthConfig(path: string | undefined): { config: Config; con
   }
   // Adapter settings too: a pool whose config its adapter would refuse fails synth, not a cold start.
   const problems = poolConfigProblems(config);
+  // A deployment runs on Lambda: a devhost pool would run tenants' commands inside the control plane's
+  // own functions, and a fake pool creates nothing. devMode does not lift this (it is for local runs).
+  for (const pool of config.pools) {
+    if (devOnlyAdapterKinds.has(pool.adapter))
+      problems.push(
+        `pool ${pool.name}: the ${pool.adapter} adapter is for local runs only and cannot be deployed`,
+      );
+  }
   if (problems.length > 0) throw new Error(`${path ?? 'the config'} is not valid: ${problems.join('; ')}`);
   const configFile = join(mkdtempSync(join(tmpdir(), 'differently-config-')), 'differently.config.json');
   writeFileSync(configFile, JSON.stringify(config));
   return { config, configFile };
 }
 
+/** A deploy setting from `-c name=value` (or cdk.json's context), if given. */
+function contextString(app: App, name: string): string | undefined {
+  const value: unknown = app.node.tryGetContext(name);
+  return value === undefined || value === '' ? undefined : String(value);
+}
+
 export function buildApp(app: App, options: { skipAcknowledgements?: boolean } = {}): ControlPlaneStack {
-  const path = (app.node.tryGetContext('config') as string | undefined) ?? process.env.DIFFERENTLY_CONFIG;
+  const path = contextString(app, 'config') ?? process.env.DIFFERENTLY_CONFIG;
   const { config, configFile } = loadSynthConfig(path);
+  const alarmEmail = contextString(app, 'alarmEmail');
+  const reserved = contextString(app, 'reconcileReservedConcurrency');
+  if (reserved !== undefined && !/^[1-9][0-9]*$/.test(reserved))
+    throw new Error(`reconcileReservedConcurrency must be a positive integer, not ${reserved}`);
   const stack = new ControlPlaneStack(app, 'Differently', {
     config,
     configFile,
     description: 'Differently: a sandbox control plane',
+    ...(alarmEmail !== undefined && { alarmEmail }),
+    ...(reserved !== undefined && { reconcileReservedConcurrency: Number(reserved) }),
   });
+  // An OpenSandbox server has no capacity of its own to report: without maxConcurrency, placement sends
+  // it every sandbox it is offered until the server falls over.
+  for (const pool of config.pools) {
+    if (pool.adapter === 'opensandbox' && pool.maxConcurrency === 0) {
+      Annotations.of(stack).addWarningV2(
+        'differently:opensandbox-without-max-concurrency',
+        `pool ${pool.name}: an OpenSandbox pool without maxConcurrency takes every sandbox placement offers it; set maxConcurrency to what the server can run`,
+      );
+    }
+  }
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   if (options.skipAcknowledgements !== true) applyNagSuppressions(stack);
   return stack;

@@ -38,6 +38,15 @@ export interface ControlPlaneStackProps extends StackProps {
   readonly operationsConcurrency?: number;
   /** Where docs/runbook.md is published, for the alarms' links. */
   readonly runbookUrl?: string;
+  /** An e-mail address subscribed to the alarm topic (it confirms by e-mail). @default none */
+  readonly alarmEmail?: string;
+  /**
+   * Reserved concurrency for the reconciler. Not needed for correctness: a pass holds a lease in the
+   * table, so two never overlap. Reserving takes from the account's unreserved pool, which new accounts
+   * (with a low concurrency quota) cannot spare: the deploy would fail.
+   * @default none
+   */
+  readonly reconcileReservedConcurrency?: number;
 }
 
 /** The control plane: a thin composition of one construct per concern. */
@@ -49,6 +58,7 @@ export class ControlPlaneStack extends Stack {
   readonly adminKey: Secret;
   readonly eventBus: EventBus;
   readonly schedules: Schedules;
+  readonly monitoring: Monitoring;
 
   constructor(scope: Construct, id: string, props: ControlPlaneStackProps) {
     super(scope, id, props);
@@ -104,8 +114,8 @@ export class ControlPlaneStack extends Stack {
         [env.terminateDlqUrl]: this.queues.terminate.deadLetterQueue.queueUrl,
         [env.operationsDlqUrl]: this.queues.operations.deadLetterQueue.queueUrl,
       }),
-      // A singleton: reserved concurrency 1, and the lease it takes in the table besides.
-      reconcile: fn('reconcile', timeouts.reconcile, {}, 1),
+      // One pass at a time through the lease it takes in the table; reserved concurrency only on request.
+      reconcile: fn('reconcile', timeouts.reconcile, {}, props.reconcileReservedConcurrency),
       poolRefresh: fn('pool-refresh', timeouts.poolRefresh, {}, undefined, {
         id: 'PoolRefresh',
         name: 'handler',
@@ -184,7 +194,7 @@ export class ControlPlaneStack extends Stack {
       poolRefresh: poolRefresh.fn,
     });
     this.schedules = schedules;
-    new Monitoring(this, 'Monitoring', {
+    const monitoring = new Monitoring(this, 'Monitoring', {
       api: this.api.api,
       functions: {
         Provision: provision.fn,
@@ -203,7 +213,9 @@ export class ControlPlaneStack extends Stack {
         Schedules: schedules.deadLetterQueue,
       },
       runbookUrl: props.runbookUrl ?? 'https://github.com/differently/differently/blob/main/docs/runbook.md',
+      ...(props.alarmEmail !== undefined && { alarmEmail: props.alarmEmail }),
     });
+    this.monitoring = monitoring;
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.api.url });
     new CfnOutput(this, 'AdminKeySecret', {
@@ -212,5 +224,9 @@ export class ControlPlaneStack extends Stack {
     });
     new CfnOutput(this, 'TableName', { value: this.table.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: monitoring.topic.topicArn,
+      description: 'Subscribe your pager, chat or e-mail to this topic: every alarm notifies it',
+    });
   }
 }

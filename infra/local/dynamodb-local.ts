@@ -46,6 +46,9 @@ export async function startDynamoDbLocal(): Promise<DynamoDbLocal> {
       '-jar',
       join(dir, 'DynamoDBLocal.jar'),
       '-inMemory',
+      // One database whatever the caller's credentials and region: functions run by SAM sign with the
+      // operator's own, the local runtime with fixed ones, and both must see the same table.
+      '-sharedDb',
       '-port',
       String(port),
     ],

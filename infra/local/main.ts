@@ -1,16 +1,20 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { consoleLog } from './console-log.ts';
 import { defaultLocalConfig, startLocalRuntime } from './runtime.ts';
+import { samEnvironment } from './sam-env.ts';
 
 const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dynamodb]
 
   --config FILE    JSON config (pools, templates, scheduler, api); default: dev mode with pools local and fake
   --port N         HTTP port on 127.0.0.1 (default: $PORT or 8080)
   --store KIND     memory (default) or dynamodb: DynamoDB Local (needs Java 17+), started here unless
-                   DIFFERENTLY_DYNAMODB_ENDPOINT names a running one
+                   AWS_ENDPOINT_URL_DYNAMODB names a running one
+  --sam-env FILE   with --store dynamodb: write the --env-vars file for sam local invoke (docs/local-testing.md)
+  --sam-host HOST  the host name SAM's containers reach this machine by (default 127.0.0.1, for
+                   --docker-network host; host.docker.internal on Docker Desktop)
   --containers N   simulated Lambda containers per function (default 2): each cold-started on its own,
                    sharing only the store, the queues and the backends, as on AWS
   --help           this text
@@ -24,6 +28,8 @@ async function main(): Promise<void> {
       port: { type: 'string' },
       store: { type: 'string', default: 'memory' },
       containers: { type: 'string', default: '2' },
+      'sam-env': { type: 'string' },
+      'sam-host': { type: 'string', default: '127.0.0.1' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -45,8 +51,13 @@ async function main(): Promise<void> {
   if (values.store !== 'memory' && values.store !== 'dynamodb') {
     throw new Error(`--store must be memory or dynamodb, not ${values.store}`);
   }
+  if (values['sam-env'] !== undefined && values.store !== 'dynamodb')
+    throw new Error(
+      '--sam-env needs --store dynamodb: functions run by SAM share the table, not this process',
+    );
   const fromEnv = process.env.DIFFERENTLY_ADMIN_KEY;
-  const endpoint = process.env.DIFFERENTLY_DYNAMODB_ENDPOINT;
+  // The AWS SDK's own setting: an already running DynamoDB Local instead of starting one.
+  const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
   const runtime = await startLocalRuntime({
     config,
     port,
@@ -57,6 +68,24 @@ async function main(): Promise<void> {
     ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
   });
   const keyLine = fromEnv ? '(from DIFFERENTLY_ADMIN_KEY)' : runtime.adminKey;
+  const samEnvFile = values['sam-env'];
+  if (samEnvFile !== undefined && runtime.table !== undefined) {
+    const services = {
+      dynamodbEndpoint: runtime.table.endpoint,
+      tableName: runtime.table.tableName,
+      sqsEndpoint: runtime.sqs.endpoint,
+      queueUrls: runtime.sqs.urls,
+      dlqUrls: runtime.sqs.dlqUrls,
+      adminKey: runtime.adminKey,
+    };
+    await writeFile(
+      samEnvFile,
+      `${JSON.stringify(samEnvironment(services, values['sam-host']), null, 2)}\n`,
+      {
+        mode: 0o600,
+      },
+    );
+  }
   process.stdout.write(
     [
       '',
@@ -65,6 +94,9 @@ async function main(): Promise<void> {
       `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
       `  store:     ${values.store}`,
       `  functions: ${containers} simulated Lambda containers each; API Gateway's 29 s and Lambda's 6 MB enforced`,
+      ...(samEnvFile === undefined
+        ? []
+        : [`  sam env:   ${samEnvFile} (sam local invoke --env-vars ${samEnvFile})`]),
       '',
       'Try:',
       `  curl -s ${runtime.url}/v1/health`,

@@ -10,7 +10,8 @@ import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { apiFunction, apiStreamFunction } from '../../functions/api.ts';
 import { type FunctionDefinition, handlerFor } from '../../functions/entry.ts';
-import { metricsNamespace, type Observability } from '../../functions/observability.ts';
+import { metricsNamespace } from '../../functions/environment.ts';
+import type { Observability } from '../../functions/observability.ts';
 import { operationsFunction } from '../../functions/operations.ts';
 import { poolRefreshFunction } from '../../functions/pool-refresh.ts';
 import { provisionFunction } from '../../functions/provision.ts';
@@ -52,7 +53,7 @@ const scheduleEvents = {
 async function localStore(
   options: LocalRuntimeOptions,
   onLinking: (events: AuditEvent[]) => Promise<void>,
-): Promise<{ store: () => Store; stop(): Promise<void> }> {
+): Promise<{ store: () => Store; table?: { endpoint: string; tableName: string }; stop(): Promise<void> }> {
   if ((options.storeKind ?? 'memory') === 'memory') {
     // The memory store stands for the table itself: every container shares it, as they share DynamoDB.
     const memory = new MemoryStore({ onLinking });
@@ -64,6 +65,7 @@ async function localStore(
   const clients: ReturnType<typeof localDynamoDbClient>[] = [localDynamoDbClient(endpoint)];
   await ensureTable(clients[0] as ReturnType<typeof localDynamoDbClient>, tableName);
   return {
+    table: { endpoint, tableName },
     // Each container its own client, as each Lambda container constructs its own.
     store: () => {
       const client = localDynamoDbClient(endpoint);
@@ -156,6 +158,8 @@ export interface LocalRuntime {
   restartWorkers(): Promise<void>;
   /** Every lifecycle event published so far, in order (the test hook). */
   events: LifecycleEvent[];
+  /** DynamoDB Local's endpoint and the table, with the dynamodb store (for `sam local invoke`). */
+  table?: { endpoint: string; tableName: string };
   stop(): Promise<void>;
 }
 
@@ -224,7 +228,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const backing =
     options.store === undefined
       ? await localStore(options, publishLifecycleEvents(publisher))
-      : { store: () => options.store as Store, stop: async () => {} };
+      : { store: () => options.store as Store, table: undefined, stop: async () => {} };
   const backends = { ...fakeBackends(config), ...options.adapters };
   const coldStart = () =>
     wireControlPlane({
@@ -323,6 +327,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     plane,
     sqs,
     events,
+    ...(backing.table !== undefined && { table: backing.table }),
     functions: functions as Record<FunctionName, FunctionContainers<unknown>>,
     async restartWorkers() {
       // As after a crash: messages a poller held but had not dispatched come back after their visibility timeout.

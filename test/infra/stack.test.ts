@@ -1,9 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { CURRENTLY_RECOMMENDED_FLAGS } from 'aws-cdk-lib/cx-api';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { env, sdkEndpointVariables } from '../../functions/environment.ts';
 import { buildApp } from '../../infra/cdk/app.ts';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
@@ -14,10 +16,23 @@ function writeConfig(config: unknown): string {
   return path;
 }
 
-function synth(config: unknown = { pools: [] }) {
-  const app = new App({ context: { config: writeConfig(config) } });
+/** The context `cdk synth` runs with: cdk.json's feature flags. */
+const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
+  context: Record<string, unknown>;
+};
+
+function synth(config: unknown = { pools: [] }, context: Record<string, string> = {}) {
+  const app = new App({
+    context: {
+      ...cdkJson.context,
+      config: writeConfig(config),
+      // No bundling: these tests read the template (test/infra/sam-invoke.test.ts runs the bundles).
+      'aws:cdk:bundling-stacks': [],
+      ...context,
+    },
+  });
   const stack = buildApp(app);
-  // Synthesis runs bundling and the cdk-nag validation plugin; a finding without a written reason throws.
+  // Synthesis runs the cdk-nag validation plugin; a finding without a written reason throws.
   app.synth();
   return { app, stack, template: Template.fromStack(stack) };
 }
@@ -58,9 +73,11 @@ describe('the CDK app', () => {
         }),
       },
     });
+    // Every variable the functions read is declared, so `sam local invoke --env-vars` can set it.
     for (const fn of Object.values(functions)) {
-      const variables = JSON.stringify(fn.Properties.Environment.Variables);
-      expect(variables).not.toContain('DIFFERENTLY_ADMIN_KEY"');
+      const declared = Object.keys(fn.Properties.Environment.Variables);
+      expect(declared).toEqual(expect.arrayContaining([...Object.values(env), ...sdkEndpointVariables]));
+      expect(fn.Properties.Environment.Variables.DIFFERENTLY_ADMIN_KEY).toBe('');
     }
   });
 
@@ -183,13 +200,33 @@ describe('the CDK app', () => {
     });
   });
 
-  it('runs the reconciler as a singleton: reserved concurrency 1', () => {
-    const id = logicalIdOf(resources, 'AWS::Lambda::Function', 'ReconcileFunction');
-    expect(resources[id]?.Properties.ReservedConcurrentExecutions).toBe(1);
-    const others = Object.entries(resources).filter(
-      ([key, r]) => r.Type === 'AWS::Lambda::Function' && key !== id,
+  it('reserves no concurrency (the reconciler’s lease keeps it single), unless the operator asks for it', () => {
+    template.allResourcesProperties('AWS::Lambda::Function', {
+      ReservedConcurrentExecutions: Match.absent(),
+    });
+    const reserved = synth({ pools: [] }, { reconcileReservedConcurrency: '1' }).template.toJSON()
+      .Resources as Resources;
+    const id = logicalIdOf(reserved, 'AWS::Lambda::Function', 'ReconcileFunction');
+    expect(reserved[id]?.Properties.ReservedConcurrentExecutions).toBe(1);
+    expect(() => synth({ pools: [] }, { reconcileReservedConcurrency: 'one' })).toThrow(/positive integer/);
+  });
+
+  it('sends a scheduled invocation that still fails after Lambda’s retries to the schedules’ dead-letter queue', () => {
+    const dlq = logicalIdOf(resources, 'AWS::SQS::Queue', 'SchedulesDeadLetters');
+    const configs = Object.values(template.findResources('AWS::Lambda::EventInvokeConfig'));
+    expect(configs.length).toBe(3);
+    for (const config of configs) {
+      expect(config.Properties).toMatchObject({
+        MaximumRetryAttempts: 2,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [dlq, 'Arn'] } } },
+      });
+    }
+    const targets = configs.map((c) => JSON.stringify(c.Properties.FunctionName)).sort();
+    expect(targets).toEqual(
+      ['PoolRefreshFunction', 'ReconcileFunction', 'SweepFunction'].map((name) =>
+        expect.stringContaining(name),
+      ),
     );
-    for (const [, r] of others) expect(r.Properties.ReservedConcurrentExecutions).toBeUndefined();
   });
 
   it('serves a Regional REST API with throttling, access logs and binary media types', () => {
@@ -206,11 +243,55 @@ describe('the CDK app', () => {
     });
   });
 
-  it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook', () => {
+  it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook and notifying the topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
     expect(alarms.length).toBe(14);
-    for (const alarm of alarms)
+    const topic = logicalIdOf(resources, 'AWS::SNS::Topic', 'MonitoringAlarms');
+    const runbook = readFileSync(new URL('../../docs/runbook.md', import.meta.url), 'utf8');
+    for (const alarm of alarms) {
       expect(alarm.Properties.AlarmDescription).toMatch(/docs\/runbook\.md#[a-z-]+$/);
+      const section = String(alarm.Properties.AlarmDescription).replace(/^.*#/, '');
+      expect(runbook).toContain(`## ${section}\n`);
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topic }]);
+    }
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    template.resourceCountIs('AWS::SNS::Subscription', 0);
+    const subscribed = synth({ pools: [] }, { alarmEmail: 'oncall@example.com' }).template;
+    subscribed.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'oncall@example.com',
+    });
+  });
+
+  it('creates what docs/deploy.md says it creates, in the numbers it gives', () => {
+    const deployDoc = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const typeOf: Record<string, string> = {
+      'Lambda functions': 'AWS::Lambda::Function',
+      'SQS queues': 'AWS::SQS::Queue',
+      'EventBridge Scheduler schedules': 'AWS::Scheduler::Schedule',
+      'CloudWatch alarms': 'AWS::CloudWatch::Alarm',
+      'SNS topics': 'AWS::SNS::Topic',
+      'DynamoDB tables': 'AWS::DynamoDB::Table',
+      'EventBridge buses': 'AWS::Events::EventBus',
+      'Secrets Manager secrets': 'AWS::SecretsManager::Secret',
+      'REST APIs': 'AWS::ApiGateway::RestApi',
+      'CloudWatch dashboards': 'AWS::CloudWatch::Dashboard',
+    };
+    const rows = [...deployDoc.matchAll(/^\| ([A-Za-z ]+) \| (\d+) \|/gm)].map(([, name, count]) => [
+      name,
+      Number(count),
+    ]);
+    expect(rows.map(([name]) => name).sort()).toEqual(Object.keys(typeOf).sort());
+    for (const [name, count] of rows) {
+      const type = typeOf[String(name)] ?? '';
+      expect(Object.keys(template.findResources(type)).length, `${name} (${type})`).toBe(count);
+    }
+  });
+
+  it('synthesizes with every feature flag the CDK currently recommends set to its recommended value', () => {
+    for (const [flag, value] of Object.entries(CURRENTLY_RECOMMENDED_FLAGS))
+      expect(cdkJson.context[flag], flag).toEqual(value);
   });
 });
 
@@ -218,8 +299,15 @@ describe('provider credentials', () => {
   it('grants each referenced secret by exact ARN to the functions that call adapters, not to the sweep', () => {
     const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:provider-key-AbCdEf';
     const { template } = synth({
-      devMode: true,
-      pools: [{ name: 'p', adapter: 'fake', credentials: { secretArn: arn } }],
+      pools: [
+        {
+          name: 'p',
+          adapter: 'opensandbox',
+          maxConcurrency: 10,
+          config: { apiURL: 'https://sandbox.internal' },
+          credentials: { secretArn: arn },
+        },
+      ],
     });
     const readersOf = Object.entries(template.findResources('AWS::IAM::Policy'))
       .filter(([, policy]) => JSON.stringify(policy.Properties.PolicyDocument).includes(arn))
@@ -237,7 +325,7 @@ describe('provider credentials', () => {
   });
 
   it("lets the same functions read runtime pools' secrets under differently/pools/ only", () => {
-    const { template } = synth({ devMode: true, pools: [] });
+    const { template } = synth({ pools: [] });
     const readers = Object.entries(template.findResources('AWS::IAM::Policy')).filter(([, policy]) =>
       JSON.stringify(policy.Properties.PolicyDocument).includes(':secret:differently/pools/*'),
     );
@@ -261,8 +349,28 @@ describe('synth-time checks', () => {
     ).toThrow(/pool dtn: config is not valid: class/);
   });
 
+  it('refuses dev-only pools in a deploy config, even with devMode', () => {
+    for (const adapter of ['devhost', 'fake'])
+      expect(() => synth({ devMode: true, pools: [{ name: 'dev', adapter }] })).toThrow(
+        new RegExp(`pool dev: the ${adapter} adapter is for local runs only`),
+      );
+  });
+
+  it('warns about an OpenSandbox pool without maxConcurrency, and not about one with it', () => {
+    const pool = { name: 'osb', adapter: 'opensandbox', config: { apiURL: 'https://sandbox.internal' } };
+    const warned = synth({ pools: [pool] }).stack;
+    Annotations.fromStack(warned).hasWarning(
+      '*',
+      Match.stringLikeRegexp('pool osb: an OpenSandbox pool without maxConcurrency'),
+    );
+    const bounded = synth({ pools: [{ ...pool, maxConcurrency: 20 }] }).stack;
+    Annotations.fromStack(bounded).hasNoWarning('*', Match.stringLikeRegexp('maxConcurrency'));
+  });
+
   it('fails synth on a cdk-nag finding that has no written reason', () => {
-    const app = new App({ context: { config: writeConfig({ pools: [] }) } });
+    const app = new App({
+      context: { ...cdkJson.context, config: writeConfig({ pools: [] }), 'aws:cdk:bundling-stacks': [] },
+    });
     const stack = buildApp(app, { skipAcknowledgements: true });
     expect(stack.stackName).toBe('Differently');
     expect(() => app.synth()).toThrow(/AwsSolutions-APIG4/);

@@ -6,6 +6,7 @@ import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { env, metricsNamespace, sdkEndpointVariables } from '../../../functions/environment.ts';
 
 /** The repository root: function entries and the lock file are found from here. */
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -28,6 +29,26 @@ export interface ControlPlaneFunctionProps {
   readonly reservedConcurrentExecutions?: number;
   /** @default one month */
   readonly logRetention?: RetentionDays;
+}
+
+/**
+ * Every variable the functions read is declared on every function, empty where unused: `sam local invoke
+ * --env-vars` only overrides variables the template declares, so a local run can set the admin key, the
+ * SDK endpoints or an inline config only if they are here. Empty means unset to the functions.
+ */
+export function functionEnvironment(specific: Record<string, string>): Record<string, string> {
+  const declared = Object.fromEntries(
+    [...Object.values(env), ...sdkEndpointVariables].map((name) => [name, '']),
+  );
+  return {
+    ...declared,
+    NODE_OPTIONS: '--enable-source-maps',
+    POWERTOOLS_SERVICE_NAME: 'differently',
+    POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    [env.configPath]: `/var/task/${bundledConfigName}`,
+    ...specific,
+  };
 }
 
 /**
@@ -62,19 +83,17 @@ export class ControlPlaneFunction extends Construct {
       ...(props.reservedConcurrentExecutions !== undefined && {
         reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       }),
-      environment: {
-        NODE_OPTIONS: '--enable-source-maps',
-        POWERTOOLS_SERVICE_NAME: 'differently',
-        POWERTOOLS_LOG_LEVEL: 'INFO',
-        DIFFERENTLY_CONFIG: `/var/task/${bundledConfigName}`,
-        ...props.environment,
-      },
+      environment: functionEnvironment(props.environment ?? {}),
       bundling: {
         format: OutputFormat.ESM,
         target: 'node24',
         minify: true,
         sourceMap: true,
         mainFields: ['module', 'main'],
+        // The AWS SDK is bundled too (the default leaves @aws-sdk/* to the runtime's copy): functions run
+        // the exact client versions the tests ran, and an invocation outside Lambda (SAM, the sam-like
+        // test) finds them in the bundle.
+        externalModules: [],
         // Some dependencies are CommonJS and call require(); give the ESM bundle one.
         banner:
           "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",

@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import {
   Alarm,
@@ -9,7 +9,12 @@ import {
   Stats,
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 
@@ -21,15 +26,40 @@ export interface MonitoringProps {
   readonly deadLetterQueues: Record<string, IQueue>;
   /** Where docs/runbook.md is published; each alarm links to its section. */
   readonly runbookUrl: string;
+  /** An address subscribed to the alarm topic (it confirms the subscription by e-mail). */
+  readonly alarmEmail?: string;
 }
 
-/** Alarms that need an operator, each linking to its runbook section, and one dashboard. */
+/**
+ * Alarms that need an operator, each linking to its runbook section and notifying one SNS topic (in
+ * alarm and back to OK), and one dashboard. Subscribe the topic to a pager, chat or e-mail (`alarmEmail`).
+ */
 export class Monitoring extends Construct {
   readonly alarms: Alarm[] = [];
   readonly dashboard: Dashboard;
+  readonly topic: Topic;
 
   constructor(scope: Construct, id: string, props: MonitoringProps) {
     super(scope, id);
+    // Encrypted with a key of its own: CloudWatch may publish to it (an AWS-managed SNS key would refuse it).
+    const key = new Key(this, 'AlarmTopicKey', {
+      description: 'Differently alarm notifications',
+      enableKeyRotation: true,
+    });
+    key.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+    );
+    this.topic = new Topic(this, 'Alarms', {
+      displayName: 'Differently alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+    if (props.alarmEmail !== undefined) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
     const link = (section: string) => `${props.runbookUrl}#${section}`;
     for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
       this.#alarm(
@@ -96,15 +126,17 @@ export class Monitoring extends Construct {
   }
 
   #alarm(id: string, metric: IMetric, threshold: number, options: { description: string }): void {
-    this.alarms.push(
-      new Alarm(this, id, {
-        metric,
-        threshold,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-        alarmDescription: options.description,
-      }),
-    );
+    const alarm = new Alarm(this, id, {
+      metric,
+      threshold,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: options.description,
+    });
+    const notify = new SnsAction(this.topic);
+    alarm.addAlarmAction(notify);
+    alarm.addOkAction(notify);
+    this.alarms.push(alarm);
   }
 }
