@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/contract.ts';
+import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/port.ts';
 import { type Config, credentialRefProblem, formatIssues, poolConfigSchema } from '../lib/config.ts';
-import { type CredentialResolver, credentialResolver } from '../lib/credentials.ts';
 import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';
-import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib/pools.ts';
+import { type CredentialResolver, credentialResolver } from '../lib/pools/credentials.ts';
+import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib/pools/registry.ts';
 import type { Store } from '../lib/store/port.ts';
 import { DaytonaAdapter, daytonaConfigSchema } from './daytona/daytona-adapter.ts';
 import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
@@ -194,7 +194,7 @@ export async function buildPools(config: Config, options: BuildPoolsOptions): Pr
     }
   }
   if (unreachable.length > 0) {
-    // Not marked down from here: health is shared state, decided by probes and adapter errors (lib/pools.ts).
+    // Not marked down from here: health is shared state, decided by probes and adapter errors (lib/pools/registry.ts).
     options.log.warn('pools unreachable at cold start; their features come from the next probe', {
       pools: unreachable,
     });

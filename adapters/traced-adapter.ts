@@ -1,4 +1,4 @@
-import type { ExecutionAdapter } from '../lib/adapter/contract.ts';
+import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 
 /**
  * Runs one adapter call inside a trace subsegment named `<kind>.<method>`, annotated with the pool: the

@@ -8,7 +8,7 @@
  */
 import { FakeAdapter } from '../adapters/fake/fake-adapter.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
-import type { CreateRequest, Instance } from '../lib/adapter/contract.ts';
+import type { CreateRequest, Instance } from '../lib/adapter/port.ts';
 import { parseConfig } from '../lib/config.ts';
 import { percentile, printTable } from './stats.ts';
 

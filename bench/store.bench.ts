@@ -9,7 +9,7 @@
  */
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { newId } from '../lib/ids.ts';
-import { sandboxView } from '../lib/sandbox-records.ts';
+import { sandboxView } from '../lib/sandboxes/transition.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
 import { type Quota, quotaSchema } from '../lib/schemas/tenancy.ts';

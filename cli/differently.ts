@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { z } from 'zod';
 import { poolConfigProblems } from '../adapters/registry.ts';
 import { formatIssues, parseConfigText } from '../lib/config.ts';
-import { credentialResolver } from '../lib/credentials.ts';
+import { credentialResolver } from '../lib/pools/credentials.ts';
 import { createPoolSchema, updatePoolSchema } from '../lib/schemas/pools.ts';
 import {
   DifferentlyClient,

@@ -2,7 +2,7 @@ import { parseConfig } from '../lib/config.ts';
 import { apiVersion, createControlPlane } from '../lib/control-plane.ts';
 import { openApiDocument } from '../lib/http/openapi.ts';
 import { silentLog } from '../lib/log.ts';
-import { PoolRegistry } from '../lib/pools.ts';
+import { PoolRegistry } from '../lib/pools/registry.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
 
 /** The API's OpenAPI document as committed in docs/openapi.json: built from the router's route table. */

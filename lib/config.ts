@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { features, isKnownFeature } from './adapter/contract.ts';
+import { features, isKnownFeature } from './adapter/port.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
 import { requestedResourcesSchema } from './schemas/sandboxes.ts';

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { createAuthenticator } from './auth.ts';
 import type { Config } from './config.ts';
 import { openApiDocument } from './http/openapi.ts';
 import { createRouter } from './http/router.ts';
@@ -8,14 +7,15 @@ import { tenancyAndPoolRoutes } from './http/tenancy-and-pool-routes.ts';
 import type { HttpRequest, HttpResponse } from './http/types.ts';
 import { type RouteDefinition, route } from './http/types.ts';
 import type { Log } from './log.ts';
-import { PoolAdmin } from './pool-admin.ts';
-import type { PoolRegistry } from './pools.ts';
+import { PoolAdmin } from './pools/admin.ts';
+import type { PoolRegistry } from './pools/registry.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
-import { SandboxOperations } from './sandbox-operations.ts';
-import { SandboxService } from './sandboxes.ts';
+import { SandboxOperations } from './sandboxes/operations.ts';
+import { SandboxService } from './sandboxes/service.ts';
 import { reconcile } from './scheduler/reconcile.ts';
 import type { Store } from './store/port.ts';
-import { Tenancy } from './tenancy.ts';
+import { createAuthenticator } from './tenancy/auth.ts';
+import { Tenancy } from './tenancy/tenancy.ts';
 
 export interface ControlPlaneDeps {
   config: Config;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { ExecStreamLine } from '../lib/exec-stream.ts';
+import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';

@@ -23,7 +23,7 @@ import {
   type PortExposer,
   type SnapshotInfo,
   type Snapshotter,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';

@@ -21,7 +21,7 @@ import {
   type SnapshotOptions,
   type Snapshotter,
   type Streamer,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { CappedBuffer, runProcess } from './run-process.ts';

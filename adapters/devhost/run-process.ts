@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import type { ExecEvent } from '../../lib/adapter/port.ts';
 
 export interface RunProcessOptions {
   /** argv; with `shell`, argv[0] is the command line given to /bin/sh -c. */

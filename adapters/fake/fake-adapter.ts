@@ -21,7 +21,7 @@ import {
   type Streamer,
   type Trust,
   type TtlExtender,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 

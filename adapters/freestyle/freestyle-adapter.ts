@@ -26,7 +26,7 @@ import {
   type SnapshotInfo,
   type Snapshotter,
   type TtlExtender,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';

@@ -30,9 +30,9 @@ import {
   type Snapshotter,
   type Streamer,
   type TtlExtender,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
-import { cutUtf8 } from '../../lib/exec-output.ts';
+import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';

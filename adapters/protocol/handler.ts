@@ -15,10 +15,10 @@ import {
   isPortExposer,
   isSnapshotter,
   isStreamer,
-} from '../../lib/adapter/contract.ts';
-import { secretsEqual } from '../../lib/auth.ts';
+} from '../../lib/adapter/port.ts';
 import { formatIssues } from '../../lib/config.ts';
 import { ApiError, type ErrorCode, errors, httpStatusOf, isApiError } from '../../lib/errors.ts';
+import { secretsEqual } from '../../lib/tenancy/auth.ts';
 import {
   createRequestSchema,
   execRequestSchema,

@@ -3,7 +3,7 @@ import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda
 /** The structured result (Function URLs also accept a bare string, which this never returns). */
 export type FunctionUrlResult = Exclude<LambdaFunctionURLResult, string>;
 
-import { adapterProtocolVersion } from '../../lib/adapter/contract.ts';
+import { adapterProtocolVersion } from '../../lib/adapter/port.ts';
 import type { ProtocolHandler } from './handler.ts';
 import { protocolHeader } from './wire.ts';
 

@@ -8,7 +8,7 @@
  * The token may also come from DIFFERENTLY_ADAPTER_TOKEN (so it stays out of the process list).
  */
 import { parseArgs } from 'node:util';
-import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
+import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { DevhostAdapter, devhostConfigSchema } from '../devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../fake/fake-adapter.ts';
 import { createProtocolHandler } from './handler.ts';

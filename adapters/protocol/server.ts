@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { adapterProtocolVersion } from '../../lib/adapter/contract.ts';
+import { adapterProtocolVersion } from '../../lib/adapter/port.ts';
 import type { ProtocolHandler } from './handler.ts';
 import { protocolHeader } from './wire.ts';
 

@@ -23,7 +23,7 @@ import {
   type SnapshotInfo,
   type Snapshotter,
   type Streamer,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';

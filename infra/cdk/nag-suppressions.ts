@@ -1,6 +1,6 @@
 import { type CfnElement, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
-import { runtimePoolSecretPrefix } from '../../lib/credentials.ts';
+import { runtimePoolSecretPrefix } from '../../lib/pools/credentials.ts';
 import type { ControlPlaneStack } from './control-plane-stack.ts';
 
 /**

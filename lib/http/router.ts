@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import type { Authenticator, Principal } from '../auth.ts';
 import { describeIssues, formatIssues } from '../config.ts';
 import { ApiError, errors, isApiError, toErrorResponse } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
+import type { Authenticator, Principal } from '../tenancy/auth.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
 
 /** JSON bodies above this are refused before parsing: API Gateway and Lambda cap payloads at 6 MB. */

@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { verifyOrgChain } from '../audit-log.ts';
-import { requireOrg } from '../auth.ts';
+import { verifyOrgChain } from '../audit/verify.ts';
 import { errors } from '../errors.ts';
-import { ndjsonStream } from '../exec-stream.ts';
 import { idPattern } from '../ids.ts';
-import { maxFileBytes, type SandboxOperations } from '../sandbox-operations.ts';
-import type { SandboxService } from '../sandboxes.ts';
+import { ndjsonStream } from '../sandboxes/exec-stream.ts';
+import { maxFileBytes, type SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxService } from '../sandboxes/service.ts';
 import type { ReconcileReport } from '../scheduler/reconcile.ts';
 import { reconcileReportSchema } from '../schemas/admin.ts';
 import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../schemas/audit.ts';
@@ -38,7 +37,8 @@ import {
 } from '../schemas/tenancy.ts';
 import { installationChain, type Store } from '../store/port.ts';
 import type { SnapshotRecord } from '../store/records.ts';
-import type { Tenancy } from '../tenancy.ts';
+import { requireOrg } from '../tenancy/auth.ts';
+import type { Tenancy } from '../tenancy/tenancy.ts';
 import { errorSchema, keyParams, orgParams } from './route-params.ts';
 import { type RouteDefinition, route } from './types.ts';
 

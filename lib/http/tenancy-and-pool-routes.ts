@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { requireOrg } from '../auth.ts';
 import type { Config } from '../config.ts';
-import { trustReport } from '../policy/trust.ts';
-import type { PoolAdmin } from '../pool-admin.ts';
-import type { PoolRegistry } from '../pools.ts';
+import { trustReport } from '../placement/trust.ts';
+import type { PoolAdmin } from '../pools/admin.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
 import { listQuerySchema, pageOf } from '../schemas/common.ts';
 import {
   createPoolSchema,
@@ -24,7 +23,8 @@ import {
   projectSchema,
   setQuotaSchema,
 } from '../schemas/tenancy.ts';
-import type { Tenancy } from '../tenancy.ts';
+import { requireOrg } from '../tenancy/auth.ts';
+import type { Tenancy } from '../tenancy/tenancy.ts';
 import { errorSchema, keyParams, orgParams } from './route-params.ts';
 import { type RouteDefinition, route } from './types.ts';
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Principal } from '../auth.ts';
+import type { Principal } from '../tenancy/auth.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
 export interface HttpRequest {

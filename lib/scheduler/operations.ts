@@ -4,14 +4,14 @@ import {
   isLifecycle,
   isPauser,
   isSnapshotter,
-} from '../adapter/contract.ts';
+} from '../adapter/port.ts';
 import type { Config } from '../config.ts';
 import { type ApiError, errors, isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
-import type { PoolRegistry } from '../pools.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
-import { transitionSandbox } from '../sandbox-records.ts';
-import type { SandboxStatus, TransitionalStatus } from '../sandbox-state.ts';
+import type { SandboxStatus, TransitionalStatus } from '../sandboxes/state.ts';
+import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/operations.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';

@@ -1,6 +1,6 @@
-import { effectiveFeatures } from '../adapter/contract.ts';
+import { effectiveFeatures } from '../adapter/port.ts';
 import type { Log } from '../log.ts';
-import type { Pool, PoolRegistry } from '../pools.ts';
+import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { Store } from '../store/port.ts';
 import type { PoolView } from '../store/records.ts';
 

@@ -1,16 +1,16 @@
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
-import type { Pool, PoolRegistry } from '../pools.ts';
+import { rankPools } from '../placement/rank.ts';
+import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage } from '../queue/port.ts';
-import { neverFits } from '../quota.ts';
-import { transitionSandbox } from '../sandbox-records.ts';
+import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import { neverFits } from '../tenancy/quota.ts';
 import { provisionBackoffSeconds, waitSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
-import { rankPools } from './placement.ts';
 
 export interface ProvisionDeps {
   store: Store;

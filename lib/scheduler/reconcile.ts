@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Instance } from '../adapter/contract.ts';
+import type { Instance } from '../adapter/port.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
-import type { PoolRegistry } from '../pools.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import { transitionSandbox } from '../sandbox-records.ts';
-import { isTerminal } from '../sandbox-state.ts';
+import { isTerminal } from '../sandboxes/state.ts';
+import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sandboxStatuses } from '../sandbox-state.ts';
+import { sandboxStatuses } from '../sandboxes/state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import { sandboxOperationSchema } from './operations.ts';
 

@@ -1,9 +1,9 @@
-import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit.ts';
+import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
 import { type ApiError, errors } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quota.ts';
-import type { SandboxStatus } from '../sandbox-state.ts';
+import type { SandboxStatus } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
+import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import {
   type CreateSandboxResult,

@@ -1,7 +1,7 @@
-import type { AuditEvent, AuditInput, ChainHead } from '../audit.ts';
-import type { Usage } from '../quota.ts';
-import type { SandboxStatus } from '../sandbox-state.ts';
+import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
+import type { SandboxStatus } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
+import type { Usage } from '../tenancy/quota.ts';
 import type {
   KeyRecord,
   OrgRecord,
@@ -61,7 +61,7 @@ export interface UpdateSandboxOptions {
  *
  * - Every sandbox update is conditional on the status and version the caller read; a lost race is a
  *   `conflict` error, never a silent overwrite.
- * - Usage follows status (lib/quota.ts holdingsOf): the org usage aggregate and the pool's slot count
+ * - Usage follows status (lib/tenancy/quota.ts holdingsOf): the org usage aggregate and the pool's slot count
  *   change in the same atomic write as the sandbox; an increase past the org quota is `quota_exceeded`,
  *   past the pool's limit `insufficient_capacity`, and then nothing is written.
  * - Audit events are appended to the org's hash chain in the same atomic write as the change they record.

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { poolConfigSchema } from '../config.ts';
-import { sandboxStatuses } from '../sandbox-state.ts';
+import { sandboxStatuses } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
 import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
 
 /**
  * Records as the store keeps them. Stores parse what they read back with these schemas (a stored item is
- * input like any other); public views are derived from records in lib/tenancy.ts and lib/sandbox-records.ts.
+ * input like any other); public views are derived from records in lib/tenancy/tenancy.ts and lib/sandboxes/transition.ts.
  */
 
 export const orgRecordSchema = z.object({
@@ -80,7 +80,7 @@ export const poolViewSchema = z.object({
   refreshedAt: z.string(),
   /**
    * When an adapter error last said the backend is down (any container's worker or API call), and why.
-   * The pool is unhealthy until a probe that started after it succeeds (lib/pools.ts).
+   * The pool is unhealthy until a probe that started after it succeeds (lib/pools/registry.ts).
    */
   downSince: z.string().nullable().default(null),
   downReason: z.string().nullable().default(null),

@@ -14,7 +14,7 @@ import {
   isPortExposer,
   isSnapshotter,
   isStreamer,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest } from '../../lib/schemas/sandboxes.ts';
 

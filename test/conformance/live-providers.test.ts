@@ -5,7 +5,7 @@ import {
   OpenSandboxAdapter,
   openSandboxConfigSchema,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
-import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
+import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
-import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import type { ExecEvent } from '../../lib/adapter/port.ts';
 import { errors } from '../../lib/errors.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError } from '../helpers/http-client.ts';

@@ -2,7 +2,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { runProcess } from '../../adapters/devhost/run-process.ts';
-import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import type { ExecEvent } from '../../lib/adapter/port.ts';
 
 export interface HostRun {
   command: string;

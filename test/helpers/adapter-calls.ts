@@ -1,4 +1,4 @@
-import type { CreateRequest } from '../../lib/adapter/contract.ts';
+import type { CreateRequest } from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 
 /** A CreateRequest with a fresh sandbox id; `base` sets a suite's defaults, `overrides` one call's. */

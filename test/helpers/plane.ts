@@ -1,12 +1,12 @@
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
-import type { Principal } from '../../lib/auth.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import type { QueueName, SendOptions, WorkMessage, WorkQueue } from '../../lib/queue/port.ts';
 import { runOperation } from '../../lib/scheduler/operations.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
+import type { Principal } from '../../lib/tenancy/auth.ts';
 
 /** A queue that records what was sent, for tests of lib logic that do not need SQS itself. */
 export class RecordingQueue implements WorkQueue {

@@ -1,6 +1,6 @@
-import type { Principal } from '../../lib/auth.ts';
 import { newId } from '../../lib/ids.ts';
 import type { SandboxRecord } from '../../lib/store/records.ts';
+import type { Principal } from '../../lib/tenancy/auth.ts';
 
 /** A complete sandbox record (queued, unplaced) for tests and benchmarks that write the store directly. */
 export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> = {}): SandboxRecord {

@@ -7,7 +7,7 @@ import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { lambdaAdapterHandler } from '../../adapters/protocol/lambda.ts';
 import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';
 import { RemoteAdapter, remoteConfigSchema } from '../../adapters/remote/remote-adapter.ts';
-import type { ExecutionAdapter } from '../../lib/adapter/contract.ts';
+import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { errors } from '../../lib/errors.ts';
 
 const token = 'protocol-test-token-0123456789';

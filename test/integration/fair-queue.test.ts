@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import type { CreateRequest, Instance } from '../../lib/adapter/contract.ts';
-import type { Principal } from '../../lib/auth.ts';
+import type { CreateRequest, Instance } from '../../lib/adapter/port.ts';
 import { parseConfig } from '../../lib/config.ts';
+import type { Principal } from '../../lib/tenancy/auth.ts';
 import { waitFor } from '../helpers/http-client.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 

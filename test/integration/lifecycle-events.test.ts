@@ -2,10 +2,10 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { mockClient } from 'aws-sdk-client-mock';
 import { describe, expect, inject, it } from 'vitest';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import type { AuditEvent } from '../../lib/audit.ts';
+import type { AuditEvent } from '../../lib/audit/chain.ts';
 import { parseConfig } from '../../lib/config.ts';
-import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../lib/events.ts';
-import { EventBridgePublisher } from '../../lib/events-eventbridge.ts';
+import { EventBridgePublisher } from '../../lib/events/eventbridge.ts';
+import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../lib/events/port.ts';
 import { quotaSchema } from '../../lib/schemas/tenancy.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';

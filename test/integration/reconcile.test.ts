@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
-import type { Principal } from '../../lib/auth.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { createControlPlane } from '../../lib/control-plane.ts';
 import { errors } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
-import { transitionSandbox } from '../../lib/sandbox-records.ts';
+import { transitionSandbox } from '../../lib/sandboxes/transition.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import type { Store } from '../../lib/store/port.ts';
+import type { Principal } from '../../lib/tenancy/auth.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 import { storeFactories } from '../helpers/stores.ts';

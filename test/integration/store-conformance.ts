@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { AuditEvent } from '../../lib/audit.ts';
-import { verifyOrgChain } from '../../lib/audit-log.ts';
+import type { AuditEvent } from '../../lib/audit/chain.ts';
+import { verifyOrgChain } from '../../lib/audit/verify.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { SandboxStatus } from '../../lib/sandbox-state.ts';
+import type { SandboxStatus } from '../../lib/sandboxes/state.ts';
 import { envSchema, labelsSchema, recordLimits } from '../../lib/schemas/common.ts';
 import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
 import { installationChain, type Store } from '../../lib/store/port.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildPools } from '../../adapters/registry.ts';
 import { parseConfig } from '../../lib/config.ts';
-import { credentialResolver, referencedSecretArns } from '../../lib/credentials.ts';
 import type { Log } from '../../lib/log.ts';
+import { credentialResolver, referencedSecretArns } from '../../lib/pools/credentials.ts';
 
 const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:daytona-key-AbCdEf';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
-import type { ExecEvent } from '../../lib/adapter/contract.ts';
+import type { ExecEvent } from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 
 describe('DevhostAdapter', () => {

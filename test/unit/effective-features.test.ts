@@ -6,7 +6,7 @@ import {
   effectiveFeatures,
   isFileSystem,
   isStreamer,
-} from '../../lib/adapter/contract.ts';
+} from '../../lib/adapter/port.ts';
 
 /** An adapter with only the required interface. */
 function bareAdapter(): ExecutionAdapter {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { boundExecResult, cutUtf8 } from '../../lib/exec-output.ts';
 import { awsLimits } from '../../lib/limits.ts';
+import { boundExecResult, cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
 
 const result = (stdout: string, stderr = '') => ({
   exitCode: 0,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import type { CreateRequest } from '../../lib/adapter/contract.ts';
+import type { CreateRequest } from '../../lib/adapter/port.ts';
 import { ApiError, errors } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 

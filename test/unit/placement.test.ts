@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { effectiveFeatures } from '../../lib/adapter/contract.ts';
+import { effectiveFeatures } from '../../lib/adapter/port.ts';
 import {
   estimatedHourlyCost,
   type PlacementContext,
   type PlacementRequest,
   type PoolState,
   place,
-} from '../../lib/policy/placement.ts';
+} from '../../lib/placement/policy.ts';
 
 type PoolOverrides = Omit<Partial<PoolState>, 'config'> & { config?: Partial<PoolState['config']> };
 

@@ -5,7 +5,7 @@ import {
   canTransition,
   type SandboxStatus,
   sandboxStatuses,
-} from '../../lib/sandbox-state.ts';
+} from '../../lib/sandboxes/state.ts';
 
 /** The lifecycle as the seeds describe it, written out independently of the implementation's table. */
 const allowed = new Set([

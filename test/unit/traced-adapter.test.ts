@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { DevhostAdapter } from '../../adapters/devhost/devhost-adapter.ts';
 import { buildPool } from '../../adapters/registry.ts';
 import { type AdapterCallTracer, tracedAdapter } from '../../adapters/traced-adapter.ts';
-import { isFileSystem, isPauser, isStreamer } from '../../lib/adapter/contract.ts';
+import { isFileSystem, isPauser, isStreamer } from '../../lib/adapter/port.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { newId } from '../../lib/ids.ts';
 import { silentLog } from '../../lib/log.ts';

@@ -11,12 +11,18 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../../audit.ts';
+import {
+  type AuditEvent,
+  type AuditInput,
+  type ChainHead,
+  chainEvent,
+  genesisHead,
+} from '../../audit/chain.ts';
 import { ApiError, errors } from '../../errors.ts';
 import { newId } from '../../ids.ts';
-import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../quota.ts';
-import type { SandboxStatus } from '../../sandbox-state.ts';
+import type { SandboxStatus } from '../../sandboxes/state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
+import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
 import { decodeCursor, encodeCursor } from '../cursor.ts';
 import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../memory.ts';
 import {

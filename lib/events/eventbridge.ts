@@ -1,5 +1,5 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
-import type { EventPublisher, LifecycleEvent } from './events.ts';
+import type { EventPublisher, LifecycleEvent } from './port.ts';
 
 /** PutEvents takes at most 10 entries per call. */
 const batchSize = 10;

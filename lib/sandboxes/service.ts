@@ -1,22 +1,16 @@
 import { createHash } from 'node:crypto';
-import { isKnownFeature, isTtlExtender } from './adapter/contract.ts';
-import { canonicalJson } from './audit.ts';
-import type { Principal } from './auth.ts';
-import type { Config, Profile } from './config.ts';
-import { errors, isApiError } from './errors.ts';
-import { boundExecResult } from './exec-output.ts';
-import { prepareExecStream } from './exec-stream.ts';
-import { newId } from './ids.ts';
-import { describeError, type Log } from './log.ts';
-import { type PlacementRequest, place } from './policy/placement.ts';
-import type { PoolRegistry } from './pools.ts';
-import type { WorkQueue } from './queue/port.ts';
-import { neverFits } from './quota.ts';
-import { sandboxView, transitionSandbox } from './sandbox-records.ts';
-import { isTerminal } from './sandbox-state.ts';
-import { poolStatesNow } from './scheduler/placement.ts';
-import { wakeWaiters } from './scheduler/wake.ts';
-import { reservedLabelPrefix } from './schemas/common.ts';
+import { isKnownFeature, isTtlExtender } from '../adapter/port.ts';
+import { canonicalJson } from '../audit/chain.ts';
+import type { Config, Profile } from '../config.ts';
+import { errors, isApiError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { describeError, type Log } from '../log.ts';
+import { type PlacementRequest, place } from '../placement/policy.ts';
+import { poolStatesNow } from '../placement/rank.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
+import type { WorkQueue } from '../queue/port.ts';
+import { wakeWaiters } from '../scheduler/wake.ts';
+import { reservedLabelPrefix } from '../schemas/common.ts';
 import {
   type CreateSandboxRequest,
   defaultTtlSeconds,
@@ -24,9 +18,15 @@ import {
   type ExecResult,
   resourcesSchema,
   type SandboxView,
-} from './schemas/sandboxes.ts';
-import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from './store/port.ts';
-import type { OrgRecord, SandboxRecord } from './store/records.ts';
+} from '../schemas/sandboxes.ts';
+import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from '../store/port.ts';
+import type { OrgRecord, SandboxRecord } from '../store/records.ts';
+import type { Principal } from '../tenancy/auth.ts';
+import { neverFits } from '../tenancy/quota.ts';
+import { boundExecResult } from './exec-output.ts';
+import { prepareExecStream } from './exec-stream.ts';
+import { isTerminal } from './state.ts';
+import { sandboxView, transitionSandbox } from './transition.ts';
 
 /** Runs a read-modify-write again (up to 3 times) when the store reports another writer got there first. */
 export async function retryOnConflict<T>(work: () => Promise<T>, attempts = 3): Promise<T> {
@@ -322,7 +322,7 @@ export class SandboxService {
     return boundExecResult(result, maxOutputBytes);
   }
 
-  /** Streamed exec: checks now, output later (see lib/exec-stream.ts). */
+  /** Streamed exec: checks now, output later (see lib/sandboxes/exec-stream.ts). */
   async execStream(principal: OrgPrincipal, id: string, request: ExecRequest, cancelled?: AbortSignal) {
     return prepareExecStream(this.#deps, this, principal, id, request, cancelled);
   }

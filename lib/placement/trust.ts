@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { Pool, PoolRegistry } from '../pools.ts';
+import type { Pool, PoolRegistry } from '../pools/registry.ts';
 
 /**
  * The trust report (GET /v1/trust): for each pool, who operates it, the isolation it declares and

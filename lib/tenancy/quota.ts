@@ -1,6 +1,6 @@
-import type { SandboxStatus } from './sandbox-state.ts';
-import type { Resources } from './schemas/sandboxes.ts';
-import type { Quota } from './schemas/tenancy.ts';
+import type { SandboxStatus } from '../sandboxes/state.ts';
+import type { Resources } from '../schemas/sandboxes.ts';
+import type { Quota } from '../schemas/tenancy.ts';
 
 /** What an org has reserved: kept as one aggregate item so quota checks are O(1). */
 export interface Usage {

@@ -1,4 +1,4 @@
-import { errors } from './errors.ts';
+import { errors } from '../errors.ts';
 
 export const sandboxStatuses = [
   'queued',

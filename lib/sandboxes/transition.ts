@@ -1,7 +1,7 @@
-import { assertTransition, type SandboxStatus } from './sandbox-state.ts';
-import type { SandboxView } from './schemas/sandboxes.ts';
-import type { SandboxPatch, Store } from './store/port.ts';
-import type { SandboxRecord } from './store/records.ts';
+import type { SandboxView } from '../schemas/sandboxes.ts';
+import type { SandboxPatch, Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+import { assertTransition, type SandboxStatus } from './state.ts';
 
 export interface TransitionOptions {
   now: Date;

@@ -1,5 +1,5 @@
-import { type AuditEvent, type ChainVerification, verifyChain } from './audit.ts';
-import type { Store } from './store/port.ts';
+import type { Store } from '../store/port.ts';
+import { type AuditEvent, type ChainVerification, verifyChain } from './chain.ts';
 
 /** Every event of an org's chain, in seq order, page by page. */
 export async function* auditEvents(store: Store, orgId: string, pageSize = 100): AsyncGenerator<AuditEvent> {

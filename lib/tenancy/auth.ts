@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { errors } from './errors.ts';
-import { isId } from './ids.ts';
-import type { Store } from './store/port.ts';
+import { errors } from '../errors.ts';
+import { isId } from '../ids.ts';
+import type { Store } from '../store/port.ts';
 
 export type Principal =
   /** The bootstrap admin key (keyId `admin`) or an admin-role key. */

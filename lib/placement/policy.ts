@@ -11,7 +11,7 @@
  * 4. Ranked: private before external, then the requested regions, then estimated cost, then free room,
  *    then the operator's order.
  */
-import { type Capabilities, type Capacity, capacityFits } from '../adapter/contract.ts';
+import { type Capabilities, type Capacity, capacityFits } from '../adapter/port.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import type { Resources } from '../schemas/sandboxes.ts';
 

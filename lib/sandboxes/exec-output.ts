@@ -1,5 +1,5 @@
-import { awsLimits } from './limits.ts';
-import type { ExecResult } from './schemas/sandboxes.ts';
+import { awsLimits } from '../limits.ts';
+import type { ExecResult } from '../schemas/sandboxes.ts';
 
 /** Room left in a buffered response for everything but stdout and stderr (the envelope, other fields). */
 const envelopeReserveBytes = 64 * 1024;

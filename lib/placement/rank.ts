@@ -1,8 +1,8 @@
 import type { Config } from '../config.ts';
-import { type Placement, type PlacementRequest, type PoolState, place } from '../policy/placement.ts';
-import type { Pool, PoolRegistry } from '../pools.ts';
+import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import { type Placement, type PlacementRequest, type PoolState, place } from './policy.ts';
 
 export function placementRequestOf(
   record: Pick<

@@ -1,10 +1,10 @@
 import type { z } from 'zod';
-import type { Config } from './config.ts';
-import { errors } from './errors.ts';
-import type { Pool, PoolRegistry, PoolSpec } from './pools.ts';
-import type { createPoolSchema, PoolDetail, updatePoolSchema } from './schemas/pools.ts';
-import type { Store } from './store/port.ts';
-import type { PlacementPolicy, PoolRecord } from './store/records.ts';
+import type { Config } from '../config.ts';
+import { errors } from '../errors.ts';
+import type { createPoolSchema, PoolDetail, updatePoolSchema } from '../schemas/pools.ts';
+import type { Store } from '../store/port.ts';
+import type { PlacementPolicy, PoolRecord } from '../store/records.ts';
+import type { Pool, PoolRegistry, PoolSpec } from './registry.ts';
 
 export interface PoolAdminDeps {
   pools: PoolRegistry;

@@ -1,8 +1,8 @@
-import type { Capabilities, ExecutionAdapter } from './adapter/contract.ts';
-import type { PlacementPolicy, PoolConfig } from './config.ts';
-import { errors } from './errors.ts';
-import type { Store } from './store/port.ts';
-import type { PoolRecord, PoolView } from './store/records.ts';
+import type { Capabilities, ExecutionAdapter } from '../adapter/port.ts';
+import type { PlacementPolicy, PoolConfig } from '../config.ts';
+import { errors } from '../errors.ts';
+import type { Store } from '../store/port.ts';
+import type { PoolRecord, PoolView } from '../store/records.ts';
 
 /** A pool's settings; the adapter kind is any string so a pool stored by another build still loads. */
 export type PoolSpec = Omit<PoolConfig, 'adapter'> & { adapter: string };

@@ -1,5 +1,5 @@
-import { type PoolConfig, runtimePoolSecretName } from './config.ts';
-import { errors } from './errors.ts';
+import { type PoolConfig, runtimePoolSecretName } from '../config.ts';
+import { errors } from '../errors.ts';
 
 export type CredentialRef = NonNullable<PoolConfig['credentials']>;
 

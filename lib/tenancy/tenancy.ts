@@ -1,17 +1,17 @@
 import type { z } from 'zod';
-import { mintKeySecret } from './auth.ts';
-import { errors } from './errors.ts';
-import { newId } from './ids.ts';
-import { round, usageLimits } from './quota.ts';
+import { errors } from '../errors.ts';
+import { newId } from '../ids.ts';
 import type {
   createKeySchema,
   createOrgSchema,
   createProjectSchema,
   setQuotaSchema,
-} from './schemas/tenancy.ts';
-import { type KeyView, type OrgView, type ProjectView, quotaSchema } from './schemas/tenancy.ts';
-import type { Page, PageRequest, Store } from './store/port.ts';
-import type { KeyRecord, OrgRecord, ProjectRecord } from './store/records.ts';
+} from '../schemas/tenancy.ts';
+import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../schemas/tenancy.ts';
+import type { Page, PageRequest, Store } from '../store/port.ts';
+import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
+import { mintKeySecret } from './auth.ts';
+import { round, usageLimits } from './quota.ts';
 
 export function orgView(org: OrgRecord): OrgView {
   return { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt };

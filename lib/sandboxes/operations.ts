@@ -5,27 +5,27 @@ import {
   isFileSystem,
   isPortExposer,
   isSnapshotter,
-} from './adapter/contract.ts';
-import type { Principal } from './auth.ts';
-import { ApiError, errors, isApiError, isErrorCode } from './errors.ts';
-import { newId } from './ids.ts';
-import { describeError } from './log.ts';
-import { sandboxView, transitionSandbox } from './sandbox-records.ts';
-import type { SandboxStatus } from './sandbox-state.ts';
-import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './sandboxes.ts';
-import { lifecycleMoves, snapshotableStatuses } from './scheduler/operations.ts';
-import type { LifecycleAction } from './schemas/operations.ts';
-import type { SandboxView } from './schemas/sandboxes.ts';
-import { encodeCursor } from './store/cursor.ts';
-import type { Page, PageRequest } from './store/port.ts';
-import type { SandboxRecord, SnapshotRecord } from './store/records.ts';
+} from '../adapter/port.ts';
+import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { describeError } from '../log.ts';
+import { lifecycleMoves, snapshotableStatuses } from '../scheduler/operations.ts';
+import type { LifecycleAction } from '../schemas/operations.ts';
+import type { SandboxView } from '../schemas/sandboxes.ts';
+import { encodeCursor } from '../store/cursor.ts';
+import type { Page, PageRequest } from '../store/port.ts';
+import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
+import type { Principal } from '../tenancy/auth.ts';
+import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './service.ts';
+import type { SandboxStatus } from './state.ts';
+import { sandboxView, transitionSandbox } from './transition.ts';
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */
 export const maxFileBytes = 4 * 1024 * 1024;
 
-export type { LifecycleAction } from './schemas/operations.ts';
+export type { LifecycleAction } from '../schemas/operations.ts';
 
 /** What a lifecycle call, snapshot or fork answers: done (200/201), or accepted and still under way (202). */
 export interface Accepted<T> {

@@ -1,10 +1,10 @@
-import { isStreamer } from './adapter/contract.ts';
-import type { Principal } from './auth.ts';
-import { errors, toErrorResponse } from './errors.ts';
-import type { StreamWrite } from './http/types.ts';
-import { describeError } from './log.ts';
-import type { SandboxService, SandboxServiceDeps } from './sandboxes.ts';
-import type { ExecRequest } from './schemas/sandboxes.ts';
+import { isStreamer } from '../adapter/port.ts';
+import { errors, toErrorResponse } from '../errors.ts';
+import type { StreamWrite } from '../http/types.ts';
+import { describeError } from '../log.ts';
+import type { ExecRequest } from '../schemas/sandboxes.ts';
+import type { Principal } from '../tenancy/auth.ts';
+import type { SandboxService, SandboxServiceDeps } from './service.ts';
 
 type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 

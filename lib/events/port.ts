@@ -1,5 +1,5 @@
-import type { AuditEvent } from './audit.ts';
-import { sandboxStatuses } from './sandbox-state.ts';
+import type { AuditEvent } from '../audit/chain.ts';
+import { sandboxStatuses } from '../sandboxes/state.ts';
 
 /** One lifecycle event, published as detail-type `differently.sandbox.<status>` on the event bus. */
 export interface LifecycleEvent {
