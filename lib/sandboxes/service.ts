@@ -135,6 +135,7 @@ export class SandboxService {
       projectId,
       status: 'queued',
       statusMessage: null,
+      waitingFor: null,
       version: 1,
       pool: null,
       backendRef: null,

@@ -18,6 +18,15 @@ export const sandboxStatuses = [
 export type SandboxStatus = (typeof sandboxStatuses)[number];
 
 /**
+ * Why a queued sandbox waits: no pool may or can run it (`pool`), its org's quota is full (`quota`), no
+ * pool has room (`capacity`), or the snapshot it starts from is not ready (`snapshot`). Set with the
+ * human statusMessage, read by the wake-ups (lib/scheduler/wake.ts), shown to clients; any status change
+ * clears it.
+ */
+export const waitReasons = ['pool', 'quota', 'capacity', 'snapshot'] as const;
+export type WaitReason = (typeof waitReasons)[number];
+
+/**
  * Every legal move of a sandbox record, in one place. `failed` may still be terminated so that a
  * failed sandbox's backend instance (if any) is cleaned up; `terminated` is final.
  */

@@ -27,7 +27,8 @@ export async function transitionSandbox(
   const pool = patch.pool !== undefined ? patch.pool : current.pool;
   return store.updateSandbox(
     current,
-    { ...patch, status: to, updatedAt: options.now.toISOString() },
+    // A status change ends any wait unless the caller names the new one.
+    { waitingFor: null, ...patch, status: to, updatedAt: options.now.toISOString() },
     {
       audit: {
         actor: options.actor,
@@ -54,6 +55,7 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     projectId: record.projectId,
     status: record.status,
     statusMessage: record.statusMessage,
+    waitingFor: record.status === 'queued' ? record.waitingFor : null,
     pool: record.pool,
     template: record.template,
     resources: record.resources,

@@ -1,4 +1,4 @@
-import type { Store } from '../store/port.ts';
+import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
 /**
@@ -13,8 +13,10 @@ export async function noteProgress(
   record: SandboxRecord,
   message: string,
   now: Date,
+  patch: SandboxPatch = {},
 ): Promise<void> {
   const age = now.getTime() - Date.parse(record.updatedAt);
-  if (record.statusMessage === message && age < heartbeatSeconds * 1000) return;
-  await store.updateSandbox(record, { statusMessage: message, updatedAt: now.toISOString() });
+  const same = Object.entries(patch).every(([name, value]) => record[name as keyof SandboxRecord] === value);
+  if (record.statusMessage === message && same && age < heartbeatSeconds * 1000) return;
+  await store.updateSandbox(record, { ...patch, statusMessage: message, updatedAt: now.toISOString() });
 }

@@ -4,6 +4,7 @@ import { describeError, type Log } from '../log.ts';
 import { rankPools } from '../placement/rank.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage } from '../queue/port.ts';
+import type { WaitReason } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -99,7 +100,7 @@ async function provisionOnce(
     return done;
   }
   if (verdict.kind === 'wait') {
-    await wait(deps, record, `waiting for a pool: ${verdict.message}`);
+    await wait(deps, record, 'pool', `waiting for a pool: ${verdict.message}`);
     return retryAfter(waitSeconds(receiveCount));
   }
 
@@ -120,7 +121,7 @@ async function provisionOnce(
         );
         return done;
       }
-      await wait(deps, activation.record, `waiting for quota: ${activation.reason}`);
+      await wait(deps, activation.record, 'quota', `waiting for quota: ${activation.reason}`);
       return retryAfter(waitSeconds(receiveCount));
     }
     if (activation.kind === 'pool-full') {
@@ -137,7 +138,7 @@ async function provisionOnce(
     }
     return outcome.result;
   }
-  await wait(deps, current, `waiting for capacity: ${describe(rejected)}`);
+  await wait(deps, current, 'capacity', `waiting for capacity: ${describe(rejected)}`);
   return retryAfter(waitSeconds(receiveCount));
 }
 
@@ -224,7 +225,7 @@ async function createOn(
     }
     if (snapshot.status === 'creating') {
       // A fork's child waits for its snapshot (uncounted), giving its reservation back meanwhile.
-      await wait(deps, record, `waiting for snapshot ${snapshot.id} to be ready`);
+      await wait(deps, record, 'snapshot', `waiting for snapshot ${snapshot.id} to be ready`);
       return { kind: 'result', result: retryAfter(2) };
     }
     fromSnapshot = snapshot.backendRef;
@@ -353,23 +354,32 @@ async function requeue(
   record: SandboxRecord,
   reason: string,
   attempts = record.attempts,
+  waitingFor: WaitReason | null = null,
 ): Promise<SandboxRecord> {
   return transitionSandbox(
     deps.store,
     record,
     'queued',
-    { statusMessage: reason, attempts },
+    { statusMessage: reason, attempts, waitingFor },
     { now: deps.now?.() ?? new Date(), actor: system },
   );
 }
 
-/** Records why a queued sandbox waits (a heartbeat for the sweep); a provisioning one goes back to queued. */
-async function wait(deps: ProvisionDeps, record: SandboxRecord, reason: string): Promise<void> {
+/**
+ * Records why a queued sandbox waits, typed (`waitingFor`, what the wake-ups read) and in words (a
+ * heartbeat for the sweep); a provisioning one goes back to queued.
+ */
+async function wait(
+  deps: ProvisionDeps,
+  record: SandboxRecord,
+  waitingFor: WaitReason,
+  reason: string,
+): Promise<void> {
   if (record.status === 'provisioning') {
-    await requeue(deps, record, reason);
+    await requeue(deps, record, reason, record.attempts, waitingFor);
     return;
   }
-  await noteProgress(deps.store, record, reason, deps.now?.() ?? new Date());
+  await noteProgress(deps.store, record, reason, deps.now?.() ?? new Date(), { waitingFor });
 }
 
 function describe(rejected: { pool: string; reason: string }[]): string {

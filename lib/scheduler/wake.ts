@@ -12,7 +12,7 @@ export interface WakeDeps {
   log: Log;
 }
 
-const waiting = (record: SandboxRecord) => record.statusMessage?.startsWith('waiting for') === true;
+const waiting = (record: SandboxRecord) => record.status === 'queued' && record.waitingFor !== null;
 
 /**
  * A reservation was released (terminate, stop, failure): wake the oldest sandboxes of that org waiting
@@ -34,7 +34,7 @@ export async function wakeWaiters(
       const forPool = anyOrg.items.filter(
         (record) =>
           waiting(record) &&
-          !record.statusMessage?.startsWith('waiting for quota') &&
+          record.waitingFor !== 'quota' &&
           (record.allowedPools === null || record.allowedPools.includes(pool)),
       );
       for (const record of forPool.slice(0, wakeCount)) candidates.set(record.id, record);

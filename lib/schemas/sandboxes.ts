@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sandboxStatuses } from '../sandboxes/state.ts';
+import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import { sandboxOperationSchema } from './operations.ts';
 
@@ -81,6 +81,8 @@ export const sandboxSchema = z.object({
   projectId: z.string().nullable(),
   status: z.enum(sandboxStatuses),
   statusMessage: z.string().nullable(),
+  /** Why a queued sandbox waits: pool, quota, capacity or snapshot (statusMessage says it in words). */
+  waitingFor: z.enum(waitReasons).nullable(),
   pool: z.string().nullable(),
   template: z.string().nullable(),
   resources: resourcesSchema,

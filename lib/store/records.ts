@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { poolConfigSchema } from '../config.ts';
-import { sandboxStatuses } from '../sandboxes/state.ts';
+import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
 import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
@@ -121,6 +121,8 @@ export const sandboxRecordSchema = z.object({
   projectId: z.string().nullable(),
   status: z.enum(sandboxStatuses),
   statusMessage: z.string().nullable(),
+  /** Why a queued sandbox waits (none: not waiting, or stored before the field existed). */
+  waitingFor: z.enum(waitReasons).nullable().default(null),
   /** Increases by one on every write; every update is conditional on it. */
   version: z.int(),
   pool: z.string().nullable(),

@@ -11,6 +11,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     projectId: null,
     status: 'queued',
     statusMessage: null,
+    waitingFor: null,
     version: 1,
     pool: null,
     backendRef: null,

@@ -14,7 +14,9 @@ describe('waking waiters when a reservation is released', () => {
     const second = (await plane.sandboxes.create(small, {})).sandbox;
     const waited = await provisionSandbox(plane, { sandboxId: second.id, orgId: org.id });
     expect(waited.kind).toBe('retry');
-    expect((await plane.store.getSandbox(org.id, second.id))?.statusMessage).toMatch(/^waiting for quota/);
+    const waiting = await plane.store.getSandbox(org.id, second.id);
+    expect(waiting?.statusMessage).toMatch(/^waiting for quota/);
+    expect(waiting?.waitingFor).toBe('quota');
     queue.sent.length = 0;
     return { ...setup, small, org, first, second };
   }
@@ -37,5 +39,40 @@ describe('waking waiters when a reservation is released', () => {
     });
     // Its own (non-wake) message still retries.
     expect((await provisionSandbox(plane, { sandboxId: second.id, orgId: org.id })).kind).toBe('retry');
+  });
+
+  it('wakes by the typed wait reason, whatever the words of the status message', async () => {
+    const { plane, queue, small, org, first, second } = await orgAtItsLimit();
+    const record = await plane.store.getSandbox(org.id, second.id);
+    if (record === undefined) throw new Error('the waiter is gone');
+    // Reworded (as a later release might word it): the wake-up must not depend on the text.
+    await plane.store.updateSandbox(record, { statusMessage: 'quota full, will retry' });
+    await plane.sandboxes.delete(small, first.id);
+    expect(queue.sent).toContainEqual({
+      queue: 'provision',
+      message: { sandboxId: second.id, orgId: org.id, wake: true },
+    });
+  });
+
+  it('wakes no queued sandbox that is not waiting (its first attempt is still on the way)', async () => {
+    const { plane, queue, small, org, first } = await orgAtItsLimit();
+    // Words that look like a wait, but no wait reason: only the typed field counts.
+    const fresh = (await plane.sandboxes.create(small, {})).sandbox;
+    const record = await plane.store.getSandbox(org.id, fresh.id);
+    if (record === undefined) throw new Error('the sandbox is gone');
+    await plane.store.updateSandbox(record, { statusMessage: 'waiting for capacity: looks like it' });
+    await plane.sandboxes.delete(small, first.id);
+    const woken = queue.sent.filter((s) => 'wake' in s.message).map((s) => s.message.sandboxId);
+    expect(woken).not.toContain(fresh.id);
+  });
+
+  it('clears the reason once the sandbox leaves the queue, and shows it while it waits', async () => {
+    const { plane, small, org, first, second } = await orgAtItsLimit();
+    expect((await plane.sandboxes.get(small, second.id)).waitingFor).toBe('quota');
+    await plane.sandboxes.delete(small, first.id);
+    await provisionSandbox(plane, { sandboxId: second.id, orgId: org.id, wake: true });
+    const running = await plane.store.getSandbox(org.id, second.id);
+    expect(running?.status).toBe('running');
+    expect(running?.waitingFor).toBeNull();
   });
 });
