@@ -6,66 +6,8 @@ import { describeError, type Log } from '../lib/log.ts';
 import { type CredentialResolver, credentialResolver } from '../lib/pools/credentials.ts';
 import { type Pool, type PoolBuilder, PoolRegistry, type PoolSpec } from '../lib/pools/registry.ts';
 import type { Store } from '../lib/store/port.ts';
-import { DaytonaAdapter, daytonaConfigSchema } from './daytona/daytona-adapter.ts';
-import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
-import { FakeAdapter } from './fake/fake-adapter.ts';
-import { FreestyleAdapter, freestyleConfigSchema } from './freestyle/freestyle-adapter.ts';
-import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
-import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
+import { adapterKind, buildAdapter, poolKindProblems } from './kinds.ts';
 import { type AdapterCallTracer, tracedAdapter } from './traced-adapter.ts';
-
-/** Builds a pool's adapter from its settings and, when the pool references one, its resolved credential. */
-type AdapterFactory = (pool: PoolSpec, credential: string | undefined) => ExecutionAdapter;
-
-/** A pool's adapter-specific `config`, checked against the adapter's own schema; a bad field is a 400 naming it. */
-export function configOf<S extends z.ZodType>(pool: PoolSpec, schema: S): z.infer<S> {
-  const parsed = schema.safeParse(pool.config);
-  if (!parsed.success) {
-    throw errors.invalidRequest(
-      `pool ${pool.name}: config is not valid: ${formatIssues(parsed.error.issues)}`,
-      {
-        pool: pool.name,
-      },
-    );
-  }
-  return parsed.data;
-}
-
-/** Each kind's own `config` schema: what preflight and synth check before anything is built. */
-export const adapterConfigSchemas: Record<string, z.ZodType> = {
-  devhost: devhostConfigSchema,
-  fake: z.record(z.string(), z.never(), { error: 'the fake adapter takes no config' }),
-  remote: remoteConfigSchema,
-  opensandbox: openSandboxConfigSchema,
-  daytona: daytonaConfigSchema,
-  freestyle: freestyleConfigSchema,
-};
-
-/** Every pool's adapter-specific config checked against its kind's schema; one message per bad pool. */
-export function poolConfigProblems(config: Config): string[] {
-  return config.pools.flatMap((pool) => {
-    const schema = adapterConfigSchemas[pool.adapter];
-    if (schema === undefined) return [`pool ${pool.name}: this build has no adapter of kind ${pool.adapter}`];
-    const parsed = schema.safeParse(pool.config);
-    return parsed.success
-      ? []
-      : [`pool ${pool.name}: config is not valid: ${formatIssues(parsed.error.issues)}`];
-  });
-}
-
-/** The adapter kinds this build can construct. */
-export const adapterFactories: Record<string, AdapterFactory> = {
-  devhost: (pool) => new DevhostAdapter(configOf(pool, devhostConfigSchema)),
-  fake: () => new FakeAdapter(),
-  remote: (pool, credential) => new RemoteAdapter(configOf(pool, remoteConfigSchema), credential),
-  opensandbox: (pool, credential) =>
-    new OpenSandboxAdapter(configOf(pool, openSandboxConfigSchema), credential, pool.features),
-  daytona: (pool, credential) => new DaytonaAdapter(configOf(pool, daytonaConfigSchema), credential),
-  freestyle: (pool, credential) => new FreestyleAdapter(configOf(pool, freestyleConfigSchema), credential),
-};
-
-/** Kinds whose backends are always someone else's infrastructure: their pools are external whatever the config says. */
-const externalKinds: ReadonlySet<string> = new Set(['daytona', 'freestyle']);
 
 export interface BuildPoolsOptions {
   log: Log;
@@ -90,10 +32,10 @@ export async function buildPool(
   given: PoolSpec,
   options: BuildPoolsOptions,
 ): Promise<Pool & { reachable: boolean }> {
-  const spec: PoolSpec = externalKinds.has(given.adapter) ? { ...given, trust: 'external' } : given;
+  const kind = adapterKind(given.adapter);
+  const spec: PoolSpec = kind?.runs === 'external' ? { ...given, trust: 'external' } : given;
   const injected = options.adapters?.[spec.name];
-  const factory = adapterFactories[spec.adapter];
-  if (injected === undefined && factory === undefined) {
+  if (injected === undefined && kind === undefined) {
     throw errors.invalidRequest(`pool ${spec.name}: this build has no adapter of kind ${spec.adapter}`, {
       pool: spec.name,
       adapter: spec.adapter,
@@ -103,7 +45,7 @@ export async function buildPool(
   if (spec.credentials !== undefined && injected === undefined) {
     credential = await (options.resolveCredential ?? credentialResolver())(spec.credentials, spec.name);
   }
-  const built = injected ?? factory?.(spec, credential);
+  const built = injected ?? buildAdapter(spec, credential);
   if (built === undefined) throw errors.internal(`pool ${spec.name}: no adapter`);
   const adapter =
     options.traceAdapterCall === undefined
@@ -154,11 +96,12 @@ export function poolBuilder(config: Config, options: BuildPoolsOptions): PoolBui
         field: 'credentials',
       });
     }
-    if (!config.devMode && (spec.adapter === 'devhost' || spec.adapter === 'fake')) {
-      throw errors.invalidRequest(
-        `pool ${spec.name}: the ${spec.adapter} adapter runs without isolation and is allowed only in dev mode`,
-        { pool: spec.name, field: 'adapter' },
-      );
+    const [kindProblem] = poolKindProblems(spec, config.devMode);
+    if (kindProblem !== undefined) {
+      throw errors.invalidRequest(`pool ${spec.name}: ${kindProblem.message}`, {
+        pool: spec.name,
+        field: kindProblem.field,
+      });
     }
     const { reachable: _reachable, ...pool } = await buildPool(spec, options);
     return { ...pool, source: 'api' };

@@ -2,7 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import type { z } from 'zod';
-import { poolConfigProblems } from '../adapters/registry.ts';
+import { poolConfigProblems } from '../adapters/kinds.ts';
 import { formatIssues, parseConfigText } from '../lib/config.ts';
 import { credentialResolver } from '../lib/pools/credentials.ts';
 import { createPoolSchema, updatePoolSchema } from '../lib/schemas/pools.ts';

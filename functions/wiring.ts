@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { requireValidPools } from '../adapters/kinds.ts';
 import { buildPools } from '../adapters/registry.ts';
 import type { AdapterCallTracer } from '../adapters/traced-adapter.ts';
 import type { ExecutionAdapter } from '../lib/adapter/port.ts';
@@ -118,6 +119,8 @@ export interface ContainerParts {
  */
 export async function wireControlPlane(parts: ContainerParts): Promise<ControlPlane> {
   const { adapters, resolveCredential, traceAdapterCall, ...deps } = parts;
+  // What preflight and synth refuse, a cold start refuses too, before building anything.
+  requireValidPools(parts.config, 'the config');
   const pools = await buildPools(parts.config, {
     log: parts.log,
     store: parts.store,

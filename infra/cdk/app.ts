@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Annotations, App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { poolConfigProblems } from '../../adapters/registry.ts';
-import { type Config, devOnlyAdapterKinds, parseConfigText } from '../../lib/config.ts';
+import { adapterKind, poolConfigProblems } from '../../adapters/kinds.ts';
+import { type Config, parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { ControlPlaneStack } from './control-plane-stack.ts';
 import { applyNagSuppressions } from './nag-suppressions.ts';
@@ -30,7 +30,7 @@ export function loadSynthConfig(path: string | undefined): { config: Config; con
   // A deployment runs on Lambda: a devhost pool would run tenants' commands inside the control plane's
   // own functions, and a fake pool creates nothing. devMode does not lift this (it is for local runs).
   for (const pool of config.pools) {
-    if (devOnlyAdapterKinds.has(pool.adapter))
+    if (adapterKind(pool.adapter)?.runs === 'dev-only')
       problems.push(
         `pool ${pool.name}: the ${pool.adapter} adapter is for local runs only and cannot be deployed`,
       );
@@ -61,10 +61,10 @@ export function buildApp(app: App, options: { skipAcknowledgements?: boolean } =
     ...(alarmEmail !== undefined && { alarmEmail }),
     ...(reserved !== undefined && { reconcileReservedConcurrency: Number(reserved) }),
   });
-  // An OpenSandbox server has no capacity of its own to report: without maxConcurrency, placement sends
-  // it every sandbox it is offered until the server falls over.
+  // A backend that reports no capacity of its own (an OpenSandbox server): without maxConcurrency,
+  // placement sends it every sandbox it is offered until the server falls over.
   for (const pool of config.pools) {
-    if (pool.adapter === 'opensandbox' && pool.maxConcurrency === 0) {
+    if (adapterKind(pool.adapter)?.unboundedCapacity === true && pool.maxConcurrency === 0) {
       Annotations.of(stack).addWarningV2(
         'differently:opensandbox-without-max-concurrency',
         `pool ${pool.name}: an OpenSandbox pool without maxConcurrency takes every sandbox placement offers it; set maxConcurrency to what the server can run`,

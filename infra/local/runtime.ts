@@ -8,6 +8,7 @@ import type { Message } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { requireValidPools } from '../../adapters/kinds.ts';
 import { apiFunction, apiStreamFunction } from '../../functions/api.ts';
 import { type FunctionDefinition, handlerFor } from '../../functions/entry.ts';
 import { metricsNamespace } from '../../functions/environment.ts';
@@ -212,6 +213,8 @@ function fakeBackends(config: Config): Record<string, ExecutionAdapter> {
  */
 export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const config = options.config ?? defaultLocalConfig();
+  // Refused before anything starts (no DynamoDB Local or SQS server left behind by a bad config).
+  requireValidPools(config, 'the config');
   const log = options.log ?? silentLog;
   const adminKey = options.adminKey ?? `dadm_${randomBytes(24).toString('base64url')}`;
   // The same queue settings as the CDK app: visibility 6x the worker timeout, maxReceiveCount with the backoff.

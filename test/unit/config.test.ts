@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { requireValidPools } from '../../adapters/kinds.ts';
 import { parseConfig, parseConfigText } from '../../lib/config.ts';
 import { ApiError } from '../../lib/errors.ts';
 
+/** A config as every entry point checks it: the schema, then the adapter-kind registry. */
 function problem(input: unknown): string {
   try {
-    parseConfig(input);
+    requireValidPools(parseConfig(input), 'the config');
   } catch (error) {
     expect(error).toBeInstanceOf(ApiError);
     return (error as ApiError).message;
