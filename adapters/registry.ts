@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/port.ts';
 import { type Config, credentialRefProblem, formatIssues, poolConfigSchema } from '../lib/config.ts';
 import { errors } from '../lib/errors.ts';
