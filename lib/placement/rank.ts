@@ -31,7 +31,7 @@ function stateOf(pools: PoolRegistry, pool: Pool, now: number, active: number | 
   const capabilities = view?.capabilities ?? pool.capabilities;
   return {
     config: pool.config,
-    features: capabilities?.features ?? pool.config.features ?? [],
+    features: pools.featuresOf(name),
     capabilities,
     healthy: health.healthy,
     unhealthyReason: health.reason,

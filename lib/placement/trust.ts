@@ -15,7 +15,6 @@ export async function trustReport(pools: PoolRegistry, config: Config, now = new
     (policy.allowExternal && policy.externalPools.includes(pool.config.name));
   const entries = pools.list().map((pool) => {
     const info = pool.adapter?.info();
-    const view = pools.view(pool.config.name);
     const health = pools.health(pool.config.name, now.getTime());
     const limitations = [...(info?.limitations ?? [])];
     if (pool.adapter === undefined) {
@@ -33,7 +32,7 @@ export async function trustReport(pools: PoolRegistry, config: Config, now = new
       region: pool.config.region ?? null,
       isolation: info?.isolation ?? 'unknown (no adapter)',
       isolationVerified: info?.isolationVerified ?? false,
-      features: view?.capabilities?.features ?? pool.config.features ?? [],
+      features: pools.featuresOf(pool.config.name),
       healthy: health.healthy,
       limitations,
       receivesExternalWork: pool.config.trust === 'external' && receives(pool),

@@ -161,7 +161,7 @@ export class PoolAdmin {
       ...(costModel !== undefined && { costModel }),
       config,
       ...(credentials !== undefined && { credentials }),
-      features: view?.capabilities?.features ?? pool.config.features ?? [],
+      features: this.#deps.pools.featuresOf(name),
       source: pool.source,
       health: this.#deps.pools.health(name),
       capabilities: view?.capabilities ?? pool.capabilities,

@@ -207,9 +207,10 @@ export class PoolRegistry {
   }
 
   /**
-   * The features a pool offers now: the last probe's (EffectiveFeatures applied), else what this container
-   * read when it built the pool. The probe wins: a container that built the pool while its backend was
-   * unreachable would otherwise keep an empty list for its whole life.
+   * The one answer to "which features does this pool offer": the last probe's (EffectiveFeatures applied),
+   * else what this container read when it built the pool. The probe wins: a container that built the pool
+   * while its backend was unreachable would otherwise keep an empty list for its whole life. Placement,
+   * operations, streamed exec, the admin view and the trust report all ask here.
    */
   featuresOf(name: string): string[] {
     return this.#views.get(name)?.capabilities?.features ?? this.get(name)?.config.features ?? [];
