@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Annotations, App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { adapterKind, poolConfigProblems } from '../../adapters/kinds.ts';
+import { env } from '../../functions/environment.ts';
 import { type Config, parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { ControlPlaneStack } from './control-plane-stack.ts';
@@ -48,7 +49,7 @@ function contextString(app: App, name: string): string | undefined {
 }
 
 export function buildApp(app: App, options: { skipAcknowledgements?: boolean } = {}): ControlPlaneStack {
-  const path = contextString(app, 'config') ?? process.env.DIFFERENTLY_CONFIG;
+  const path = contextString(app, 'config') ?? process.env[env.configPath];
   const { config, configFile } = loadSynthConfig(path);
   const alarmEmail = contextString(app, 'alarmEmail');
   const reserved = contextString(app, 'reconcileReservedConcurrency');

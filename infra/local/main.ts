@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { env } from '../../functions/environment.ts';
 import { parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { consoleLog } from './console-log.ts';
@@ -19,7 +20,7 @@ const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dy
                    sharing only the store, the queues and the backends, as on AWS
   --help           this text
 
-Environment: DIFFERENTLY_ADMIN_KEY sets the bootstrap admin key (otherwise one is generated and printed).`;
+Environment: ${env.adminKey} sets the bootstrap admin key (otherwise one is generated and printed).`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
     throw new Error(
       '--sam-env needs --store dynamodb: functions run by SAM share the table, not this process',
     );
-  const fromEnv = process.env.DIFFERENTLY_ADMIN_KEY;
+  const fromEnv = process.env[env.adminKey];
   // The AWS SDK's own setting: an already running DynamoDB Local instead of starting one.
   const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
   const runtime = await startLocalRuntime({
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
     log: consoleLog(),
     ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
   });
-  const keyLine = fromEnv ? '(from DIFFERENTLY_ADMIN_KEY)' : runtime.adminKey;
+  const keyLine = fromEnv ? `(from ${env.adminKey})` : runtime.adminKey;
   const samEnvFile = values['sam-env'];
   if (samEnvFile !== undefined && runtime.table !== undefined) {
     const services = {
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
       '',
       'Try:',
       `  curl -s ${runtime.url}/v1/health`,
-      `  curl -s -X POST ${runtime.url}/v1/admin/orgs -H "Authorization: Bearer ${fromEnv ? '$DIFFERENTLY_ADMIN_KEY' : runtime.adminKey}" -H 'content-type: application/json' -d '{"name":"acme"}'`,
+      `  curl -s -X POST ${runtime.url}/v1/admin/orgs -H "Authorization: Bearer ${fromEnv ? `$${env.adminKey}` : runtime.adminKey}" -H 'content-type: application/json' -d '{"name":"acme"}'`,
       '',
       'Press Ctrl-C to stop.',
       '',
