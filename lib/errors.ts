@@ -3,6 +3,8 @@
  * `ApiError` carrying one of the seeds' codes; `httpStatusOf` is the single place codes become statuses.
  */
 
+import type { ErrorEnvelope } from './schemas/common.ts';
+
 export const errorCodes = [
   'invalid_request',
   'unauthenticated',
@@ -71,10 +73,6 @@ export function httpStatusOf(code: ErrorCode): number {
 /** The code a public API client sees: adapter-only codes are folded into provider_unavailable. */
 export function publicCodeOf(code: ErrorCode): ErrorCode {
   return code === 'insufficient_capacity' || code === 'sandbox_failed' ? 'provider_unavailable' : code;
-}
-
-export interface ErrorEnvelope {
-  error: { code: ErrorCode; message: string; details: ErrorDetails };
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Config } from './config.ts';
 import { queueSettings } from './scheduler/backoff.ts';
+import type { ErrorEnvelope } from './schemas/common.ts';
 
 /**
  * The limits AWS puts on this application, in one place. The CDK stack deploys with them and the local
@@ -72,5 +73,6 @@ export type GatewayResponse = (typeof gatewayResponses)[keyof typeof gatewayResp
 
 /** The envelope body of a gateway response, as JSON. */
 export function gatewayResponseBody(response: GatewayResponse): string {
-  return JSON.stringify({ error: { code: response.code, message: response.message, details: {} } });
+  const envelope: ErrorEnvelope = { error: { code: response.code, message: response.message, details: {} } };
+  return JSON.stringify(envelope);
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
+import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
 import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
 import type {
   createPoolSchema,
@@ -52,13 +53,7 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-const envelope = z.object({
-  error: z.object({
-    code: z.string(),
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()).default({}),
-  }),
-});
+const envelope = errorEnvelopeSchema;
 
 interface RequestOptions {
   query?: Record<string, string | number | undefined>;

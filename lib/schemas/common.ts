@@ -73,3 +73,17 @@ export const listQuerySchema = z.strictObject({
 export function pageOf<T extends z.ZodType>(item: T) {
   return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 }
+
+/**
+ * The one error envelope: every error answer of the API (the router's, the Lambda edge's, API Gateway's
+ * own gateway responses) and what the SDK reads. Liberal in `details` (absent reads as {}), so a client
+ * keeps working when a proxy in between answers with less.
+ */
+export const errorEnvelopeSchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).default({}),
+  }),
+});
+export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
