@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 /** What a change records about itself; the store adds the chain fields. */
 export interface AuditInput {
   /** A key id, `admin`, or `system` for the control plane's own moves. */
+  /** A key id, `admin`, or one of the control plane's own actors (`actors`). */
   actor: string;
   action: string;
   target: string;
@@ -93,3 +94,9 @@ export async function verifyChain(
 function broken(checked: number, seq: number, reason: string): ChainVerification {
   return { ok: false, checked, firstBroken: { seq, reason } };
 }
+
+/** The control plane's own actors in audit events: its workers and schedules, and the reconciler. */
+export const actors = {
+  system: 'system',
+  reconciler: 'reconciler',
+} as const;

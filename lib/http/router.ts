@@ -89,7 +89,7 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
   ): Promise<HttpResponse> {
     const principal: Principal =
       definition.auth === 'none'
-        ? { kind: 'admin', keyId: 'anonymous' }
+        ? { kind: 'anonymous' }
         : await deps.authenticator.authenticate(request.headers.authorization);
     if (definition.auth === 'admin' && principal.kind !== 'admin') {
       throw errors.forbidden('this route needs the admin key');

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Principal } from '../tenancy/auth.ts';
+import type { OrgPrincipal, Principal } from '../tenancy/auth.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
 export interface HttpRequest {
@@ -30,9 +30,19 @@ export type StreamWrite = (chunk: string) => void | Promise<void>;
 
 export type AuthRequirement = 'none' | 'admin' | 'org';
 
-export interface RouteContext<P, Q, B> {
+/**
+ * The caller a route's handler sees, by what the route requires (the router has checked it): routes that
+ * need no key get the anonymous principal, never an admin-kind stand-in.
+ */
+export type PrincipalFor<A extends AuthRequirement> = A extends 'none'
+  ? Extract<Principal, { kind: 'anonymous' }>
+  : A extends 'admin'
+    ? Extract<Principal, { kind: 'admin' }>
+    : OrgPrincipal;
+
+export interface RouteContext<P, Q, B, A extends AuthRequirement = AuthRequirement> {
   request: HttpRequest;
-  principal: Principal;
+  principal: PrincipalFor<A>;
   params: P;
   query: Q;
   body: B;
@@ -56,23 +66,27 @@ export interface RouteDefinition<
   P extends z.ZodType = z.ZodType,
   Q extends z.ZodType = z.ZodType,
   B extends z.ZodType = z.ZodType,
+  A extends AuthRequirement = AuthRequirement,
 > {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   summary: string;
-  auth: AuthRequirement;
+  auth: A;
   params?: P;
   query?: Q;
   body?: B;
   /** The body is bytes (application/octet-stream), passed to the handler as `request.body`, not JSON. */
   rawBody?: { maxBytes: number };
   responses: Record<number, z.ZodType | null>;
-  handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>): Promise<RouteResult>;
+  handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<RouteResult>;
 }
 
-/** Keeps each route's handler typed against its own schemas while the table holds them all. */
-export function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
-  definition: RouteDefinition<P, Q, B>,
-): RouteDefinition {
+/** Keeps each route's handler typed against its own schemas and caller while the table holds them all. */
+export function route<
+  P extends z.ZodType,
+  Q extends z.ZodType,
+  B extends z.ZodType,
+  A extends AuthRequirement,
+>(definition: RouteDefinition<P, Q, B, A>): RouteDefinition {
   return definition as unknown as RouteDefinition;
 }

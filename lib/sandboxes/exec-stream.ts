@@ -3,10 +3,8 @@ import { errors, toErrorResponse } from '../errors.ts';
 import type { StreamWrite } from '../http/types.ts';
 import { describeError } from '../log.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
-import type { Principal } from '../tenancy/auth.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
-
-type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
 /** API Gateway's streamed responses last at most 15 minutes; the command must end within them. */
 export const maxStreamSeconds = 14 * 60;

@@ -6,6 +6,7 @@ import {
   isPortExposer,
   isSnapshotter,
 } from '../adapter/port.ts';
+import { actors } from '../audit/chain.ts';
 import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
@@ -15,12 +16,10 @@ import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
 import type { Page, PageRequest } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
-import type { Principal } from '../tenancy/auth.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './service.ts';
 import type { SandboxStatus } from './state.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
-
-type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */
 export const maxFileBytes = 4 * 1024 * 1024;
@@ -100,7 +99,7 @@ export class SandboxOperations {
         pending,
         move.from,
         { statusMessage: null, operation: record.operation },
-        { now: this.#now(), actor: 'system' },
+        { now: this.#now(), actor: actors.system },
       ).catch(() => undefined);
       throw errors.providerUnavailable('the operation could not be queued; try again', { action });
     }
@@ -249,7 +248,12 @@ export class SandboxOperations {
         .settleSnapshot(
           snapshot,
           { status: 'failed', statusMessage: 'could not be queued', updatedAt: this.#now().toISOString() },
-          { actor: 'system', action: 'snapshot.failed', target: snapshot.id, details: { reason: 'queue' } },
+          {
+            actor: actors.system,
+            action: 'snapshot.failed',
+            target: snapshot.id,
+            details: { reason: 'queue' },
+          },
         )
         .catch(() => undefined);
       throw errors.providerUnavailable('the snapshot could not be queued; try again');

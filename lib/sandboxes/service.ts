@@ -21,7 +21,7 @@ import {
 } from '../schemas/sandboxes.ts';
 import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from '../store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../store/records.ts';
-import type { Principal } from '../tenancy/auth.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { neverFits } from '../tenancy/quota.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
@@ -47,8 +47,6 @@ export interface SandboxServiceDeps {
   log: Log;
   now?: () => Date;
 }
-
-type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
 /** How long an Idempotency-Key is remembered. */
 export const idempotencyWindowSeconds = 24 * 3600;

@@ -5,6 +5,7 @@ import {
   isPauser,
   isSnapshotter,
 } from '../adapter/port.ts';
+import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { type ApiError, errors, isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -52,7 +53,7 @@ export interface OperationsDeps {
   now?: () => Date;
 }
 
-const system = 'system';
+const system = actors.system;
 /** Receives of one operation message while its backend is unavailable before the operation fails. */
 export const maxUnavailableReceives = 5;
 

@@ -1,3 +1,4 @@
+import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -21,7 +22,7 @@ export interface ProvisionDeps {
   now?: () => Date;
 }
 
-const system = 'system';
+const system = actors.system;
 
 /**
  * Handles one provision message. The record is the truth: a message for a sandbox that is no longer

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Instance } from '../adapter/port.ts';
+import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -12,7 +13,7 @@ import type { SandboxRecord } from '../store/records.ts';
 
 const leaseName = 'reconcile';
 const leaseSeconds = 300;
-const system = 'reconciler';
+const system = actors.reconciler;
 
 export interface ReconcileDeps {
   store: Store;

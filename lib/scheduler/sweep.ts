@@ -1,3 +1,4 @@
+import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -38,7 +39,7 @@ export interface SweepReport {
 }
 
 const pageSize = 100;
-const system = 'system';
+const system = actors.system;
 
 /**
  * The sweep: what a serverless control plane needs beyond the reconciler. Expiry is exact to the

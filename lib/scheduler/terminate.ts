@@ -1,3 +1,4 @@
+import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -70,7 +71,7 @@ export async function terminateSandbox(
     record,
     'terminated',
     { statusMessage: note },
-    { now: now(), actor: 'system' },
+    { now: now(), actor: actors.system },
   );
   deps.log.info('sandbox terminated', { sandboxId: record.id, orgId: record.orgId, pool: record.pool });
   return done;

@@ -6,7 +6,12 @@ import type { Store } from '../store/port.ts';
 export type Principal =
   /** The bootstrap admin key (keyId `admin`) or an admin-role key. */
   | { kind: 'admin'; keyId: string }
-  | { kind: 'org'; orgId: string; keyId: string; role: 'admin' | 'member'; projectId: string | null };
+  | { kind: 'org'; orgId: string; keyId: string; role: 'admin' | 'member'; projectId: string | null }
+  /** No key was presented: what routes that need none (health, the OpenAPI document) are handed. */
+  | { kind: 'anonymous' };
+
+/** A caller acting for one organization (and maybe one project of it). */
+export type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
 
 /** An org key is `<key id>.<secret>`: the id finds the record in O(1), the secret proves possession. */
 export function mintKeySecret(keyId: string): { key: string; secretHash: string } {
@@ -76,7 +81,7 @@ export function requireAdmin(principal: Principal): void {
   if (principal.kind !== 'admin') throw errors.forbidden('this route needs the admin key');
 }
 
-export function requireOrg(principal: Principal): Extract<Principal, { kind: 'org' }> {
+export function requireOrg(principal: Principal): OrgPrincipal {
   if (principal.kind !== 'org') {
     throw errors.forbidden('this route acts for an organization: use an organization key, not the admin key');
   }
