@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
+import { transitionalStatuses as transitional } from '../lib/sandboxes/state.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
@@ -23,6 +24,9 @@ import type {
 import type { KeyView, OrgView, orgUsageSchema, ProjectView, Quota } from '../lib/schemas/tenancy.ts';
 import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
 
+/** The statuses a wait goes through (the server's own list). */
+const transitionalStatuses: readonly string[] = transitional;
+
 export type Snapshot = z.infer<typeof snapshotSchema>;
 export type FileInfo = z.infer<typeof fileInfoSchema>;
 export type AuditEvent = z.infer<typeof auditEventSchema>;
@@ -40,7 +44,6 @@ export type UpdatePool = z.input<typeof updatePoolSchema>;
 export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, PoolDetail, SandboxView };
 
 /** Statuses a lifecycle call passes through while the backend works. */
-const transitionalStatuses: readonly string[] = ['stopping', 'starting', 'pausing', 'resuming'];
 
 export interface ClientOptions {
   /** The API's base URL, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/live */

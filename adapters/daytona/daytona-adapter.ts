@@ -19,6 +19,7 @@ import {
   type Instance,
   type InstanceState,
   type Lifecycle,
+  ownershipLabelKeys,
   type Pauser,
   type PortExposer,
   type SnapshotInfo,
@@ -46,7 +47,7 @@ export const daytonaConfigSchema = z.strictObject({
 });
 export type DaytonaConfig = z.infer<typeof daytonaConfigSchema>;
 
-const labels = { sandboxId: 'differently.dev/sandbox-id', installation: 'differently.dev/installation' };
+const labels = ownershipLabelKeys;
 /** The toolbox waits forever without a timeout; an unset one is sent as 600 s (the seeds' table). */
 const defaultExecTimeoutSeconds = 600;
 

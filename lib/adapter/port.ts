@@ -262,11 +262,21 @@ export const adapterErrors = {
   invalidState: (message: string, details?: ErrorDetails) => errors.invalidState(message, details),
 };
 
-/** Labels every backend instance carries so List and the reconciler can find their owner. */
+/** The label keys every backend instance carries so List and the reconciler can find their owner. */
+export const ownershipLabelKeys = {
+  sandboxId: 'differently.dev/sandbox-id',
+  installation: 'differently.dev/installation',
+} as const;
+
+/** The ownership labels over the sandbox's own (which can never override them). */
 export function ownershipLabels(
   sandboxId: string,
   installation: string,
   extra: Record<string, string> = {},
 ): Record<string, string> {
-  return { ...extra, 'differently.dev/sandbox-id': sandboxId, 'differently.dev/installation': installation };
+  return {
+    ...extra,
+    [ownershipLabelKeys.sandboxId]: sandboxId,
+    [ownershipLabelKeys.installation]: installation,
+  };
 }

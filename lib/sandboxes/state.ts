@@ -67,11 +67,16 @@ export function isTerminal(status: SandboxStatus): boolean {
 export const transitionalStatuses = ['stopping', 'starting', 'pausing', 'resuming'] as const;
 export type TransitionalStatus = (typeof transitionalStatuses)[number];
 
-export function isTransitional(status: SandboxStatus): status is TransitionalStatus {
-  return (transitionalStatuses as readonly string[]).includes(status);
-}
+/**
+ * The settled statuses that hold a backend instance: what expiry applies to (the sweep, the status
+ * index's due time), what the reconciler checks against the backend's list, and what can be snapshotted.
+ */
+export const settledWithInstance = [
+  'running',
+  'stopped',
+  'paused',
+] as const satisfies readonly SandboxStatus[];
 
-/** Statuses that hold a backend instance and a pool slot. */
-export function holdsInstance(status: SandboxStatus): boolean {
-  return status === 'running' || status === 'stopped' || status === 'paused' || isTransitional(status);
+export function isSettledWithInstance(status: SandboxStatus): boolean {
+  return (settledWithInstance as readonly SandboxStatus[]).includes(status);
 }

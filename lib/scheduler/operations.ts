@@ -12,6 +12,7 @@ import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
 import type { SandboxStatus, TransitionalStatus } from '../sandboxes/state.ts';
+import { settledWithInstance } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/operations.ts';
 import type { Store } from '../store/port.ts';
@@ -42,7 +43,7 @@ export function actionOf(status: SandboxStatus): LifecycleAction | undefined {
 }
 
 /** Sandbox statuses a snapshot may be taken in. */
-export const snapshotableStatuses: readonly SandboxStatus[] = ['running', 'stopped', 'paused'];
+export const snapshotableStatuses: readonly SandboxStatus[] = settledWithInstance;
 
 export interface OperationsDeps {
   store: Store;

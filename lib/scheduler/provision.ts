@@ -1,3 +1,4 @@
+import { ownershipLabels } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
@@ -242,13 +243,11 @@ async function createOn(
         ...(record.template !== null && { template: record.template }),
         resources: record.resources,
         env: record.env,
-        labels: {
+        labels: ownershipLabels(record.id, installation, {
           ...record.labels,
-          'differently.dev/sandbox-id': record.id,
-          'differently.dev/installation': installation,
           'differently.dev/org': record.orgId,
           ...(record.projectId !== null && { 'differently.dev/project': record.projectId }),
-        },
+        }),
         ttlSeconds: record.ttlSeconds,
         ...(fromSnapshot !== undefined && { fromSnapshot }),
       },

@@ -6,7 +6,7 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import { isTerminal } from '../sandboxes/state.ts';
+import { isSettledWithInstance, isTerminal } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -198,7 +198,7 @@ async function reconcilePool(
       if (requeued) report.requeued++;
       continue;
     }
-    const holds = sandbox.status === 'running' || sandbox.status === 'paused' || sandbox.status === 'stopped';
+    const holds = isSettledWithInstance(sandbox.status);
     if (!holds || sandbox.backendRef === null) continue;
     if (!listedRefs.has(sandbox.backendRef)) {
       const failed = await act('fail disappeared', sandbox, async () => {

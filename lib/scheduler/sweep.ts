@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { type DeadLetterSource, type QueueName, type WorkQueue, workMessageSchema } from '../queue/port.ts';
-import { type SandboxStatus, transitionalStatuses } from '../sandboxes/state.ts';
+import { type SandboxStatus, settledWithInstance, transitionalStatuses } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -58,7 +58,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     skipped: 0,
   };
 
-  for (const status of ['running', 'stopped', 'paused'] as const) {
+  for (const status of settledWithInstance) {
     await forEachDue(
       deps,
       status,

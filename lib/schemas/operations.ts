@@ -17,7 +17,6 @@ export const snapshotRequestSchema = z.strictObject({ kind: z.enum(['disk', 'mem
 
 /** creating (the operations worker takes it on the backend), then ready, or failed with the reason. */
 export const snapshotStatuses = ['creating', 'ready', 'failed'] as const;
-export type SnapshotStatus = (typeof snapshotStatuses)[number];
 
 export const snapshotSchema = z.object({
   id: z.string(),

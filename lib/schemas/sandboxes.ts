@@ -35,8 +35,6 @@ export const requestedResourcesSchema = z.strictObject({
 });
 export type Resources = z.infer<typeof resourcesSchema>;
 
-export const defaultResources: Resources = { cpu: 1, memoryMiB: 1024, diskGiB: 10 };
-
 export const maxTtlSeconds = 30 * 24 * 3600;
 export const defaultTtlSeconds = 3600;
 
@@ -72,7 +70,6 @@ export const placementDecisionSchema = z.object({
   rejected: z.array(rejectedPoolSchema),
   decidedAt: z.string().nullable(),
 });
-export type PlacementDecision = z.infer<typeof placementDecisionSchema>;
 
 /** The public view of a sandbox. Env values are never echoed; only their names are. */
 export const sandboxSchema = z.object({

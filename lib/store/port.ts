@@ -1,5 +1,6 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
+import { isSettledWithInstance } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import type { Usage } from '../tenancy/quota.ts';
 import type {
@@ -211,7 +212,7 @@ export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
  * stopped, paused), otherwise its last update (a queued, transitional or terminating sandbox idle too long).
  */
 export function dueTimeOf(record: Pick<SandboxRecord, 'status' | 'expiresAt' | 'updatedAt'>): string {
-  const holds = record.status === 'running' || record.status === 'stopped' || record.status === 'paused';
+  const holds = isSettledWithInstance(record.status);
   return holds && record.expiresAt !== null ? record.expiresAt : record.updatedAt;
 }
 

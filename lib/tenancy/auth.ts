@@ -77,10 +77,6 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
   };
 }
 
-export function requireAdmin(principal: Principal): void {
-  if (principal.kind !== 'admin') throw errors.forbidden('this route needs the admin key');
-}
-
 export function requireOrg(principal: Principal): OrgPrincipal {
   if (principal.kind !== 'org') {
     throw errors.forbidden('this route acts for an organization: use an organization key, not the admin key');
