@@ -1,11 +1,7 @@
-import { z } from 'zod';
 import type { Config } from './config.ts';
-import { openApiDocument } from './http/openapi.ts';
 import { createRouter } from './http/router.ts';
-import { apiRoutes } from './http/routes.ts';
-import { tenancyAndPoolRoutes } from './http/tenancy-and-pool-routes.ts';
-import type { HttpRequest, HttpResponse } from './http/types.ts';
-import { type RouteDefinition, route } from './http/types.ts';
+import { apiRoutes } from './http/routes/index.ts';
+import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
 import type { Log } from './log.ts';
 import { PoolAdmin } from './pools/admin.ts';
 import type { PoolRegistry } from './pools/registry.ts';
@@ -52,24 +48,18 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
   const poolAdmin = new PoolAdmin(deps);
-  const routes = [
-    ...apiRoutes({ tenancy, sandboxes, operations, store: deps.store, reconcile: reconcileNow }),
-    ...tenancyAndPoolRoutes({ tenancy, poolAdmin, pools: deps.pools, config: deps.config }),
-  ];
-  // The document is generated from the same table the router validates with.
-  let document: Record<string, unknown> | undefined;
-  routes.push(
-    route({
-      method: 'GET',
-      path: '/v1/openapi.json',
-      summary: 'This API, as an OpenAPI 3.1 document generated from the schemas the router uses',
-      auth: 'none',
-      responses: { 200: z.record(z.string(), z.unknown()) },
-      handle: async () => {
-        document ??= openApiDocument(routes, apiVersion);
-        return { status: 200, body: document };
-      },
-    }),
+  const routes = apiRoutes(
+    {
+      tenancy,
+      sandboxes,
+      operations,
+      poolAdmin,
+      pools: deps.pools,
+      store: deps.store,
+      config: deps.config,
+      reconcile: reconcileNow,
+    },
+    apiVersion,
   );
   const handleHttp = createRouter(routes, {
     authenticator: createAuthenticator(deps.store, deps.adminKey),

@@ -1,4 +1,6 @@
-import type { Store } from '../store/port.ts';
+import { errors } from '../errors.ts';
+import { installationChain, type Page, type PageRequest, type Store } from '../store/port.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { type AuditEvent, type ChainVerification, verifyChain } from './chain.ts';
 
 /** Every event of an org's chain, in seq order, page by page. */
@@ -15,4 +17,37 @@ export async function* auditEvents(store: Store, orgId: string, pageSize = 100):
 export async function verifyOrgChain(store: Store, orgId: string): Promise<ChainVerification> {
   const head = await store.auditHead(orgId);
   return verifyChain(auditEvents(store, orgId), head);
+}
+
+/**
+ * An org's audit events, oldest first. The chain is the organization's and records every project's
+ * objects: a project-restricted key may not read it.
+ */
+export async function readOrgAudit(
+  store: Store,
+  principal: OrgPrincipal,
+  page: PageRequest,
+): Promise<Page<AuditEvent>> {
+  if (principal.projectId !== null) {
+    throw errors.forbidden("the audit chain is the organization's: a project-restricted key cannot read it");
+  }
+  return store.listAudit(principal.orgId, page);
+}
+
+/** Every chain verified: the installation's own (pools, policy) first, then every org's; the first break ends it. */
+export async function verifyAllChains(store: Store): Promise<ChainVerification & { orgId?: string }> {
+  const installation = await verifyOrgChain(store, installationChain);
+  if (!installation.ok) return { ...installation, orgId: installationChain };
+  let checked = installation.checked;
+  let cursor: string | undefined;
+  do {
+    const page = await store.listOrgs({ cursor, limit: 100 });
+    for (const org of page.items) {
+      const result = await verifyOrgChain(store, org.id);
+      checked += result.checked;
+      if (!result.ok) return { ...result, orgId: org.id, checked };
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+  return { ok: true, checked };
 }

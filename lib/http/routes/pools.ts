@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import type { Config } from '../config.ts';
-import { trustReport } from '../placement/trust.ts';
-import type { PoolAdmin } from '../pools/admin.ts';
-import type { PoolRegistry } from '../pools/registry.ts';
-import { listQuerySchema, pageOf } from '../schemas/common.ts';
+import { trustReport } from '../../placement/trust.ts';
+import { reconcileReportSchema } from '../../schemas/admin.ts';
+import { pageOf } from '../../schemas/common.ts';
 import {
   createPoolSchema,
   policySchema,
@@ -14,84 +12,23 @@ import {
   templateViewSchema,
   trustReportSchema,
   updatePoolSchema,
-} from '../schemas/pools.ts';
-import {
-  createdKeySchema,
-  createProjectSchema,
-  orgSchema,
-  orgUsageSchema,
-  projectSchema,
-  setQuotaSchema,
-} from '../schemas/tenancy.ts';
-import { requireOrg } from '../tenancy/auth.ts';
-import type { Tenancy } from '../tenancy/tenancy.ts';
-import { errorSchema, keyParams, orgParams } from './route-params.ts';
-import { type RouteDefinition, route } from './types.ts';
+} from '../../schemas/pools.ts';
+import { errorSchema } from '../route-params.ts';
+import { type RouteDefinition, route } from '../types.ts';
+import type { RouteDeps } from './deps.ts';
 
-export interface TenancyAndPoolRouteDeps {
-  tenancy: Tenancy;
-  poolAdmin: PoolAdmin;
-  pools: PoolRegistry;
-  config: Config;
-}
-
-/** Projects, quotas, key rotation, pools, the placement policy, and what tenants may read of them. */
-export function tenancyAndPoolRoutes(deps: TenancyAndPoolRouteDeps): RouteDefinition[] {
-  const { tenancy, poolAdmin, pools, config } = deps;
+/** Pools and placement: pools and the policy at runtime (admin), templates, the trust report, reconcile now. */
+export function poolsRoutes(deps: RouteDeps): RouteDefinition[] {
+  const { reconcile, poolAdmin, pools, config } = deps;
   return [
     route({
       method: 'POST',
-      path: '/v1/admin/orgs/{id}/projects',
-      summary: 'Create a project in an organization; keys and sandboxes can be restricted to it',
+      path: '/v1/admin/reconcile',
+      summary: 'Run a reconcile pass now and return what it did per pool',
       auth: 'admin',
-      params: orgParams,
-      body: createProjectSchema,
-      responses: { 201: projectSchema, 400: errorSchema, 404: errorSchema },
-      handle: async ({ params, body, principal }) => ({
-        status: 201,
-        body: await tenancy.createProject(params.id, body, principal.keyId),
-      }),
+      responses: { 200: reconcileReportSchema },
+      handle: async () => ({ status: 200, body: await reconcile() }),
     }),
-    route({
-      method: 'GET',
-      path: '/v1/admin/orgs/{id}/projects',
-      summary: "List an organization's projects",
-      auth: 'admin',
-      params: orgParams,
-      query: listQuerySchema,
-      responses: { 200: pageOf(projectSchema), 404: errorSchema },
-      handle: async ({ params, query }) => ({
-        status: 200,
-        body: await tenancy.listProjects(params.id, query),
-      }),
-    }),
-    route({
-      method: 'PUT',
-      path: '/v1/admin/orgs/{id}/quota',
-      summary:
-        "Change some of an organization's limits; below current usage, new work waits and nothing stops",
-      auth: 'admin',
-      params: orgParams,
-      body: setQuotaSchema,
-      responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
-      handle: async ({ params, body, principal }) => ({
-        status: 200,
-        body: await tenancy.setQuota(params.id, body, principal.keyId),
-      }),
-    }),
-    route({
-      method: 'POST',
-      path: '/v1/admin/keys/{id}/rotate',
-      summary: 'Rotate a key: a new key with the same org, name, role and project; the old one is revoked',
-      auth: 'admin',
-      params: keyParams,
-      responses: { 201: createdKeySchema, 404: errorSchema, 409: errorSchema },
-      handle: async ({ params, principal }) => ({
-        status: 201,
-        body: await tenancy.rotateKey(params.id, principal.keyId),
-      }),
-    }),
-
     route({
       method: 'GET',
       path: '/v1/admin/pools',
@@ -166,18 +103,6 @@ export function tenancyAndPoolRoutes(deps: TenancyAndPoolRouteDeps): RouteDefini
       handle: async ({ body, principal }) => ({
         status: 200,
         body: await poolAdmin.setPolicy(body, principal.keyId),
-      }),
-    }),
-
-    route({
-      method: 'GET',
-      path: '/v1/usage',
-      summary: "The organization's quota, what it holds now, and what is left",
-      auth: 'org',
-      responses: { 200: orgUsageSchema },
-      handle: async ({ principal }) => ({
-        status: 200,
-        body: await tenancy.usage(requireOrg(principal).orgId),
       }),
     }),
     route({

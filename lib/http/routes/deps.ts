@@ -1,0 +1,20 @@
+import type { Config } from '../../config.ts';
+import type { PoolAdmin } from '../../pools/admin.ts';
+import type { PoolRegistry } from '../../pools/registry.ts';
+import type { SandboxOperations } from '../../sandboxes/operations.ts';
+import type { SandboxService } from '../../sandboxes/service.ts';
+import type { ReconcileReport } from '../../scheduler/reconcile.ts';
+import type { Store } from '../../store/port.ts';
+import type { Tenancy } from '../../tenancy/tenancy.ts';
+
+/** The services the route handlers call: the composition root (lib/control-plane.ts) builds them. */
+export interface RouteDeps {
+  tenancy: Tenancy;
+  sandboxes: SandboxService;
+  operations: SandboxOperations;
+  poolAdmin: PoolAdmin;
+  pools: PoolRegistry;
+  store: Store;
+  config: Config;
+  reconcile: () => Promise<ReconcileReport>;
+}

@@ -1,0 +1,181 @@
+import { z } from 'zod';
+import { errors } from '../../errors.ts';
+import { ndjsonStream } from '../../sandboxes/exec-stream.ts';
+import { pageOf } from '../../schemas/common.ts';
+import {
+  createSandboxSchema,
+  execRequestSchema,
+  execResultSchema,
+  sandboxListQuerySchema,
+  sandboxSchema,
+  updatedSandboxSchema,
+  updateSandboxSchema,
+} from '../../schemas/sandboxes.ts';
+import type { SnapshotRecord } from '../../store/records.ts';
+import { errorSchema, sandboxParams } from '../route-params.ts';
+import { type RouteDefinition, route } from '../types.ts';
+import type { RouteDeps } from './deps.ts';
+
+/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
+function _parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
+  if (filter === undefined) return undefined;
+  const labels: Record<string, string> = {};
+  for (const pair of filter.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
+    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
+/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
+function parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
+  if (filter === undefined) return undefined;
+  const labels: Record<string, string> = {};
+  for (const pair of filter.split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
+    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
+/** A snapshot as tenants see it: the backend's ref stays inside. */
+function _publicSnapshot(snapshot: SnapshotRecord) {
+  const { backendRef: _backendRef, ...visible } = snapshot;
+  return { ...visible, updatedAt: snapshot.updatedAt ?? snapshot.createdAt };
+}
+
+const longer = '; 202 with the transitional status when the backend needs longer than the API waits';
+const _lifecycleActions = [
+  {
+    action: 'stop',
+    summary: `Stop a running sandbox: its disk stays; cpu and memory leave quota usage${longer}`,
+  },
+  {
+    action: 'start',
+    summary: `Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)${longer}`,
+  },
+  { action: 'pause', summary: `Pause a running sandbox with its memory kept${longer}` },
+  { action: 'resume', summary: `Resume a paused sandbox${longer}` },
+] as const;
+
+/** `?stream=1` (or `true`) streams; `0`, `false` or nothing waits for the command. */
+const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1', 'true', 'false']).optional() });
+
+function _idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
+    throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters', {
+      header: 'Idempotency-Key',
+    });
+  }
+  return header;
+}
+
+function idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
+    throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters', {
+      header: 'Idempotency-Key',
+    });
+  }
+  return header;
+}
+
+/** Sandboxes: create, list, get, patch, delete, and exec (synchronous or streamed). */
+export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
+  const { sandboxes } = deps;
+  return [
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes',
+      summary: 'Create a sandbox; it is queued and placed asynchronously',
+      auth: 'org',
+      body: createSandboxSchema,
+      responses: { 202: sandboxSchema, 400: errorSchema },
+      handle: async ({ principal, body, request }) => {
+        const key = idempotencyKeyOf(request.headers['idempotency-key']);
+        const { sandbox, replayed } = await sandboxes.create(principal, body, key);
+        const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
+        return { status: 202, body: sandbox, headers };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes',
+      summary: "List the organization's sandboxes",
+      auth: 'org',
+      query: sandboxListQuerySchema,
+      responses: { 200: pageOf(sandboxSchema) },
+      handle: async ({ principal, query }) => ({
+        status: 200,
+        body: await sandboxes.list(
+          principal,
+          { status: query.status, projectId: query.projectId, labels: parseLabelFilter(query.label) },
+          { cursor: query.cursor, limit: query.limit },
+        ),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/sandboxes/{id}',
+      summary: 'Get a sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      responses: { 200: sandboxSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 200,
+        body: await sandboxes.get(principal, params.id),
+      }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/v1/sandboxes/{id}',
+      summary: "Change a sandbox's TTL (expiresAt reset from now) or labels",
+      auth: 'org',
+      params: sandboxParams,
+      body: updateSandboxSchema,
+      responses: { 200: updatedSandboxSchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ principal, params, body }) => ({
+        status: 200,
+        body: await sandboxes.update(principal, params.id, body),
+      }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/sandboxes/{id}',
+      summary: 'Terminate a sandbox',
+      auth: 'org',
+      params: sandboxParams,
+      responses: { 202: sandboxSchema, 404: errorSchema },
+      handle: async ({ principal, params }) => ({
+        status: 202,
+        body: await sandboxes.delete(principal, params.id),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/sandboxes/{id}/exec',
+      summary:
+        'Run a command in a running sandbox: wait for it, or with ?stream=1 (or true) receive NDJSON output lines as produced, ending in one {"exitCode"} or {"error": {"code", "message"}}',
+      auth: 'org',
+      params: sandboxParams,
+      body: execRequestSchema,
+      responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
+      query: execQuerySchema,
+      handle: async ({ principal, params, body, query, request }) => {
+        if (query.stream === '1' || query.stream === 'true') {
+          // A client that disconnects cancels the command on the backend.
+          const produce = await sandboxes.execStream(principal, params.id, body, request.signal);
+          return {
+            status: 200,
+            headers: { 'content-type': 'application/x-ndjson' },
+            stream: ndjsonStream(produce),
+          };
+        }
+        return { status: 200, body: await sandboxes.exec(principal, params.id, body) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,156 @@
+import { listQuerySchema, pageOf } from '../../schemas/common.ts';
+import {
+  createdKeySchema,
+  createKeySchema,
+  createOrgSchema,
+  createProjectSchema,
+  keySchema,
+  orgSchema,
+  orgUsageSchema,
+  projectSchema,
+  setQuotaSchema,
+} from '../../schemas/tenancy.ts';
+import { errorSchema, keyParams, orgParams } from '../route-params.ts';
+import { type RouteDefinition, route } from '../types.ts';
+import type { RouteDeps } from './deps.ts';
+
+/** Organizations, their keys, projects and quotas (admin), and what an org uses. */
+export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
+  const { tenancy } = deps;
+  return [
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs',
+      summary: 'Create an organization',
+      auth: 'admin',
+      body: createOrgSchema,
+      responses: { 201: orgSchema, 400: errorSchema },
+      handle: async ({ body, principal }) => ({
+        status: 201,
+        body: await tenancy.createOrg(body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs',
+      summary: 'List organizations',
+      auth: 'admin',
+      query: listQuerySchema,
+      responses: { 200: pageOf(orgSchema) },
+      handle: async ({ query }) => ({ status: 200, body: await tenancy.listOrgs(query) }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}',
+      summary: 'Get an organization',
+      auth: 'admin',
+      params: orgParams,
+      responses: { 200: orgSchema, 404: errorSchema },
+      handle: async ({ params }) => {
+        const org = await tenancy.getOrg(params.id);
+        return {
+          status: 200,
+          body: { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt },
+        };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs/{id}/keys',
+      summary: 'Create an API key for an organization; the secret is returned only here',
+      auth: 'admin',
+      params: orgParams,
+      body: createKeySchema,
+      responses: { 201: createdKeySchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 201,
+        body: await tenancy.createKey(params.id, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/keys',
+      summary: "List an organization's API keys (never their secrets)",
+      auth: 'admin',
+      params: orgParams,
+      query: listQuerySchema,
+      responses: { 200: pageOf(keySchema) },
+      handle: async ({ params, query }) => ({ status: 200, body: await tenancy.listKeys(params.id, query) }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/v1/admin/keys/{id}',
+      summary: 'Revoke an API key; it is refused from its next call on',
+      auth: 'admin',
+      params: keyParams,
+      responses: { 200: keySchema, 404: errorSchema },
+      handle: async ({ params, principal }) => ({
+        status: 200,
+        body: await tenancy.revokeKey(params.id, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/orgs/{id}/projects',
+      summary: 'Create a project in an organization; keys and sandboxes can be restricted to it',
+      auth: 'admin',
+      params: orgParams,
+      body: createProjectSchema,
+      responses: { 201: projectSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 201,
+        body: await tenancy.createProject(params.id, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/projects',
+      summary: "List an organization's projects",
+      auth: 'admin',
+      params: orgParams,
+      query: listQuerySchema,
+      responses: { 200: pageOf(projectSchema), 404: errorSchema },
+      handle: async ({ params, query }) => ({
+        status: 200,
+        body: await tenancy.listProjects(params.id, query),
+      }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/admin/orgs/{id}/quota',
+      summary:
+        "Change some of an organization's limits; below current usage, new work waits and nothing stops",
+      auth: 'admin',
+      params: orgParams,
+      body: setQuotaSchema,
+      responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await tenancy.setQuota(params.id, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'POST',
+      path: '/v1/admin/keys/{id}/rotate',
+      summary: 'Rotate a key: a new key with the same org, name, role and project; the old one is revoked',
+      auth: 'admin',
+      params: keyParams,
+      responses: { 201: createdKeySchema, 404: errorSchema, 409: errorSchema },
+      handle: async ({ params, principal }) => ({
+        status: 201,
+        body: await tenancy.rotateKey(params.id, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/usage',
+      summary: "The organization's quota, what it holds now, and what is left",
+      auth: 'org',
+      responses: { 200: orgUsageSchema },
+      handle: async ({ principal }) => ({
+        status: 200,
+        body: await tenancy.usage(principal.orgId),
+      }),
+    }),
+  ];
+}
