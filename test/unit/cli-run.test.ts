@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { run } from '../../cli/differently.ts';
+
+/** The CLI in process: what it writes and the exit code, with no child process. */
+async function cli(argv: string[], env: Record<string, string> = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, {
+    stdout: { write: (chunk) => (stdout += String(chunk)) },
+    stderr: { write: (chunk) => (stderr += String(chunk)) },
+    env,
+  });
+  return { code, stdout, stderr };
+}
+
+describe('the CLI as a function', () => {
+  it('prints the overview and each command’s usage, and exits 0 for --help', async () => {
+    const overview = await cli(['--help']);
+    expect(overview.code).toBe(0);
+    expect(overview.stdout).toContain('Usage: differently <command> [options]');
+    const group = await cli(['snapshots', '--help']);
+    expect(group.code).toBe(0);
+    expect(group.stdout).toContain('differently snapshots create <sandbox-id>');
+  });
+
+  it('exits 2 with the usage for an unknown command or action, and for a missing argument', async () => {
+    expect((await cli(['teleport'])).code).toBe(2);
+    const action = await cli(['sandboxes', 'explode'], {
+      DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
+      DIFFERENTLY_API_KEY: 'k',
+    });
+    expect(action.code).toBe(2);
+    expect(action.stderr).toContain('differently sandboxes create');
+    const missing = await cli(['sandboxes', 'get'], {
+      DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
+      DIFFERENTLY_API_KEY: 'k',
+    });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('missing <id>');
+  });
+
+  it('asks for an endpoint and a key before calling the API, and refuses unknown options', async () => {
+    const unset = await cli(['sandboxes', 'list']);
+    expect(unset.code).toBe(2);
+    expect(unset.stderr).toContain('set --endpoint and --key');
+    const unknown = await cli(['sandboxes', 'list', '--colour', 'red']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('--colour');
+  });
+
+  it('names the endpoint it could not reach', async () => {
+    const down = await cli(['sandboxes', 'list'], {
+      DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
+      DIFFERENTLY_API_KEY: 'k',
+    });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^error: .*127\.0\.0\.1:9/);
+  });
+});
