@@ -1,10 +1,11 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
-import { type ApiError, errors } from '../errors.ts';
+import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded } from './errors.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
@@ -444,27 +445,6 @@ export class MemoryStore implements Store {
     this.#onLinking?.([structuredClone(event)]).catch(() => undefined);
     return event;
   }
-}
-
-export function quotaExceeded(over: { field: string; limit: number; used: number; requested: number }) {
-  return errors.quotaExceeded(
-    `the org's ${over.field} quota of ${over.limit} would be exceeded (${over.used} in use, ${over.requested} requested)`,
-    { ...over },
-  );
-}
-
-/** The org already has its maximum of waiting sandboxes. */
-export function waitingExceeded(limit: number): ApiError {
-  return errors.quotaExceeded(
-    `the org already has ${limit} sandboxes waiting (queued or provisioning), its quota's maxQueued`,
-    { field: 'maxQueued', limit },
-  );
-}
-
-export function idempotencyMismatch(key: string) {
-  return errors.conflict(`Idempotency-Key ${key} was already used with a different request body`, {
-    idempotencyKey: key,
-  });
 }
 
 function copy<T>(value: T | undefined): T | undefined {

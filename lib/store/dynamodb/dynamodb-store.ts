@@ -1,30 +1,12 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import {
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  type QueryCommandInput,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
-import {
-  type AuditEvent,
-  type AuditInput,
-  type ChainHead,
-  chainEvent,
-  genesisHead,
-} from '../../audit/chain.ts';
-import { ApiError, errors } from '../../errors.ts';
+import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { AuditEvent, AuditInput, ChainHead } from '../../audit/chain.ts';
+import { errors } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import type { SandboxStatus } from '../../sandboxes/state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
-import { decodeCursor, encodeCursor } from '../cursor.ts';
-import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../memory.ts';
+import { decodeCursor } from '../cursor.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../errors.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
@@ -42,7 +24,6 @@ import {
   type UpdateSandboxOptions,
 } from '../port.ts';
 import {
-  auditEventSchema,
   type KeyRecord,
   keyRecordSchema,
   type OrgRecord,
@@ -64,32 +45,23 @@ import {
   usageSchema,
   withDownMarks,
 } from '../records.ts';
-import { auditItem, keyOf, keysParent, orgsParent, sandboxItem, seqKey, usageItem } from './items.ts';
+import { AuditOutbox } from './audit-outbox.ts';
+import { keyOf, keysParent, orgsParent, sandboxItem, usageItem } from './items.ts';
 import { tableKeys } from './table.ts';
+import {
+  type Action,
+  afterSortKey,
+  Canceled,
+  check,
+  type DynamoDbStoreStats,
+  del,
+  isConditionFailed,
+  put,
+  TableClient,
+} from './table-client.ts';
+import { poolUpdate, snapshotSlot, usageUpdate, waitingUpdate } from './usage-updates.ts';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
-
-/** One action of a transaction, named so a cancellation reason can be traced to what failed. */
-interface Action {
-  label: string;
-  item: TransactItem;
-}
-
-class Canceled extends Error {
-  override readonly name = 'Canceled';
-  readonly failed: { label: string; code: string }[];
-  constructor(failed: { label: string; code: string }[], options?: ErrorOptions) {
-    super(`transaction canceled: ${failed.map((f) => `${f.label}=${f.code}`).join(', ')}`, options);
-    this.failed = failed;
-  }
-}
-
-const throttlingErrors = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'LimitExceededException',
-]);
+export type { DynamoDbStoreStats } from './table-client.ts';
 
 export interface DynamoDbStoreOptions {
   client: DynamoDBDocumentClient;
@@ -109,47 +81,17 @@ export interface DynamoDbStoreOptions {
   onLinking?: (events: AuditEvent[]) => Promise<void>;
 }
 
-/** Counters the benchmark reads. */
-export interface DynamoDbStoreStats {
-  transactions: number;
-  /** Changes redone because a concurrent transaction touched the same item (TransactionConflict). */
-  conflictRetries: number;
-  /** Transactions that linked outbox items into a chain, and link attempts another linker beat. */
-  linkTransactions: number;
-  linkRetries: number;
-}
-
-/** Outbox items linked per transaction: 2 actions each plus the head stay within the 100-action limit. */
-const outboxBatch = 25;
-/** How long a linker may hold an org's linking lease; a crashed linker's lease lapses after it. */
-const linkLeaseMs = 10_000;
-
-const outboxItemSchema = z.object({
-  SK: z.string(),
-  at: z.string(),
-  actor: z.string(),
-  action: z.string(),
-  target: z.string(),
-  details: z.record(z.string(), z.unknown()),
-});
-
 /**
  * The store on one DynamoDB table (docs/store.md). Every change is one TransactWriteItems with its
  * conditions: the sandbox's status and version, the usage bounds computed in code (conditions cannot
  * add), the pool's slot bound, and the org's audit chain head.
  */
 export class DynamoDbStore implements Store {
-  readonly #doc: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #now: () => Date;
-  readonly #maxChainRetries: number;
+  readonly #t: TableClient;
+  readonly #audit: AuditOutbox;
   #installation: string | undefined;
-  readonly #linkInline: boolean;
-  readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
-  readonly #linking = new Map<string, Promise<void>>();
-  /** This handle's name as a linker (one per container). */
-  readonly #linkerId = newId('key').slice(4);
-  readonly #linkAgain = new Set<string>();
   readonly stats: DynamoDbStoreStats = {
     transactions: 0,
     conflictRetries: 0,
@@ -158,21 +100,24 @@ export class DynamoDbStore implements Store {
   };
 
   constructor(options: DynamoDbStoreOptions) {
-    this.#doc = options.client;
     this.#table = options.tableName;
     this.#now = options.now ?? (() => new Date());
-    this.#maxChainRetries = options.maxChainRetries ?? 25;
-    this.#linkInline = options.linkInline ?? true;
-    this.#onLinking = options.onLinking;
+    this.#t = new TableClient(options.client, options.tableName, this.stats);
+    this.#audit = new AuditOutbox(this.#t, this.stats, {
+      now: this.#now,
+      maxChainRetries: options.maxChainRetries ?? 25,
+      linkInline: options.linkInline ?? true,
+      onLinking: options.onLinking,
+    });
   }
 
   async installation(): Promise<string> {
     if (this.#installation !== undefined) return this.#installation;
-    const existing = await this.#get(keyOf.installation());
+    const existing = await this.#t.get(keyOf.installation());
     if (existing !== undefined) return this.#rememberInstallation(existing);
     const id = newId('installation');
     try {
-      await this.#call((doc) =>
+      await this.#t.call((doc) =>
         doc.send(
           new PutCommand({
             TableName: this.#table,
@@ -184,9 +129,9 @@ export class DynamoDbStore implements Store {
       this.#installation = id;
       return id;
     } catch (error) {
-      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      if (!isConditionFailed(error)) throw error;
       // Another cold start created it first: use theirs.
-      return this.#rememberInstallation(await this.#get(keyOf.installation()));
+      return this.#rememberInstallation(await this.#t.get(keyOf.installation()));
     }
   }
 
@@ -198,26 +143,28 @@ export class DynamoDbStore implements Store {
   }
 
   async createOrg(org: OrgRecord, audit: AuditInput): Promise<void> {
-    await this.#write(org.id, audit, () => [
-      put(
-        'org',
-        { ...keyOf.org(org.id), GSI1PK: orgsParent, GSI1SK: org.id, ...org },
-        'attribute_not_exists(PK)',
-      ),
-      put('usage', usageItem(org.id, zeroUsage, org.quota), 'attribute_not_exists(PK)'),
-    ]).catch((error: unknown) => {
-      if (error instanceof Canceled) throw errors.conflict(`org ${org.id} already exists`);
-      throw error;
-    });
+    await this.#audit
+      .write(org.id, audit, () => [
+        put(
+          'org',
+          { ...keyOf.org(org.id), GSI1PK: orgsParent, GSI1SK: org.id, ...org },
+          'attribute_not_exists(PK)',
+        ),
+        put('usage', usageItem(org.id, zeroUsage, org.quota), 'attribute_not_exists(PK)'),
+      ])
+      .catch((error: unknown) => {
+        if (error instanceof Canceled) throw errors.conflict(`org ${org.id} already exists`);
+        throw error;
+      });
   }
 
   async getOrg(id: string): Promise<OrgRecord | undefined> {
-    const item = await this.#get(keyOf.org(id));
+    const item = await this.#t.get(keyOf.org(id));
     return item === undefined ? undefined : orgRecordSchema.parse(item);
   }
 
   async listOrgs(page: PageRequest): Promise<Page<OrgRecord>> {
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         IndexName: tableKeys.byParent.name,
         ...afterSortKey('GSI1PK', orgsParent, 'GSI1SK', decodeCursor(page.cursor)),
@@ -229,28 +176,30 @@ export class DynamoDbStore implements Store {
   }
 
   async createKey(key: KeyRecord, audit: AuditInput): Promise<void> {
-    await this.#write(key.orgId, audit, () => [
-      check('org', keyOf.org(key.orgId), 'attribute_exists(PK)'),
-      put(
-        'key',
-        { ...keyOf.key(key.id), GSI1PK: keysParent(key.orgId), GSI1SK: key.id, ...key },
-        'attribute_not_exists(PK)',
-      ),
-    ]).catch((error: unknown) => {
-      if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
-        throw errors.notFound('org', key.orgId);
-      if (error instanceof Canceled) throw errors.conflict(`key ${key.id} already exists`);
-      throw error;
-    });
+    await this.#audit
+      .write(key.orgId, audit, () => [
+        check('org', keyOf.org(key.orgId), 'attribute_exists(PK)'),
+        put(
+          'key',
+          { ...keyOf.key(key.id), GSI1PK: keysParent(key.orgId), GSI1SK: key.id, ...key },
+          'attribute_not_exists(PK)',
+        ),
+      ])
+      .catch((error: unknown) => {
+        if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
+          throw errors.notFound('org', key.orgId);
+        if (error instanceof Canceled) throw errors.conflict(`key ${key.id} already exists`);
+        throw error;
+      });
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
-    const item = await this.#get(keyOf.key(id));
+    const item = await this.#t.get(keyOf.key(id));
     return item === undefined ? undefined : keyRecordSchema.parse(item);
   }
 
   async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>> {
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         IndexName: tableKeys.byParent.name,
         ...afterSortKey('GSI1PK', keysParent(orgId), 'GSI1SK', decodeCursor(page.cursor)),
@@ -266,7 +215,7 @@ export class DynamoDbStore implements Store {
     if (key === undefined) throw errors.notFound('key', id);
     if (key.revokedAt !== null) return key;
     try {
-      await this.#write(key.orgId, audit, () => [
+      await this.#audit.write(key.orgId, audit, () => [
         {
           label: 'key',
           item: {
@@ -291,7 +240,7 @@ export class DynamoDbStore implements Store {
 
   async rotateKey(oldId: string, successor: KeyRecord, at: string, audit: AuditInput): Promise<void> {
     try {
-      await this.#write(successor.orgId, audit, () => [
+      await this.#audit.write(successor.orgId, audit, () => [
         {
           label: 'old-key',
           item: {
@@ -330,7 +279,7 @@ export class DynamoDbStore implements Store {
 
   async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
     for (let attempt = 0; attempt < 10; attempt++) {
-      const item = await this.#get(keyOf.org(orgId));
+      const item = await this.#t.get(keyOf.org(orgId));
       if (item === undefined) throw errors.notFound('org', orgId);
       const current = orgRecordSchema.parse(item);
       const revision = typeof item.quotaRevision === 'number' ? item.quotaRevision : 0;
@@ -339,7 +288,7 @@ export class DynamoDbStore implements Store {
         .map(({ field, limit }) => ({ field, change: quota[limit] - current.quota[limit] }))
         .filter(({ change }) => change !== 0);
       try {
-        await this.#write(orgId, audit, () => [
+        await this.#audit.write(orgId, audit, () => [
           {
             label: 'org',
             item: {
@@ -388,25 +337,31 @@ export class DynamoDbStore implements Store {
   }
 
   async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {
-    await this.#write(project.orgId, audit, () => [
-      check('org', keyOf.org(project.orgId), 'attribute_exists(PK)'),
-      put('project', { ...keyOf.project(project.orgId, project.id), ...project }, 'attribute_not_exists(PK)'),
-    ]).catch((error: unknown) => {
-      if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
-        throw errors.notFound('org', project.orgId);
-      if (error instanceof Canceled) throw errors.conflict(`project ${project.id} already exists`);
-      throw error;
-    });
+    await this.#audit
+      .write(project.orgId, audit, () => [
+        check('org', keyOf.org(project.orgId), 'attribute_exists(PK)'),
+        put(
+          'project',
+          { ...keyOf.project(project.orgId, project.id), ...project },
+          'attribute_not_exists(PK)',
+        ),
+      ])
+      .catch((error: unknown) => {
+        if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
+          throw errors.notFound('org', project.orgId);
+        if (error instanceof Canceled) throw errors.conflict(`project ${project.id} already exists`);
+        throw error;
+      });
   }
 
   async getProject(orgId: string, id: string): Promise<ProjectRecord | undefined> {
-    const item = await this.#get(keyOf.project(orgId, id));
+    const item = await this.#t.get(keyOf.project(orgId, id));
     return item === undefined ? undefined : projectRecordSchema.parse(item);
   }
 
   async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>> {
     const after = decodeCursor(page.cursor);
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
         ExpressionAttributeValues: {
@@ -422,52 +377,54 @@ export class DynamoDbStore implements Store {
   }
 
   async putPool(pool: PoolRecord, mode: 'create' | 'replace', audit: AuditInput): Promise<void> {
-    await this.#write(installationChain, audit, () => [
-      put(
-        'pool',
-        { ...keyOf.pool(pool.name), ...pool },
-        mode === 'create' ? 'attribute_not_exists(PK)' : 'attribute_exists(PK)',
-      ),
-    ]).catch((error: unknown) => {
-      if (error instanceof Canceled && mode === 'create')
-        throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
-      if (error instanceof Canceled) throw errors.notFound('pool', pool.name);
-      throw error;
-    });
+    await this.#audit
+      .write(installationChain, audit, () => [
+        put(
+          'pool',
+          { ...keyOf.pool(pool.name), ...pool },
+          mode === 'create' ? 'attribute_not_exists(PK)' : 'attribute_exists(PK)',
+        ),
+      ])
+      .catch((error: unknown) => {
+        if (error instanceof Canceled && mode === 'create')
+          throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
+        if (error instanceof Canceled) throw errors.notFound('pool', pool.name);
+        throw error;
+      });
   }
 
   async getPool(name: string): Promise<PoolRecord | undefined> {
-    const item = await this.#get(keyOf.pool(name));
+    const item = await this.#t.get(keyOf.pool(name));
     return item === undefined ? undefined : poolRecordSchema.parse(item);
   }
 
   async listPools(): Promise<PoolRecord[]> {
-    return this.#queryAll(keyOf.pool('').PK, 'POOL#', (item) => poolRecordSchema.parse(item));
+    return this.#t.queryAll(keyOf.pool('').PK, 'POOL#', (item) => poolRecordSchema.parse(item));
   }
 
   async deletePool(name: string, audit: AuditInput): Promise<void> {
-    await this.#write(installationChain, audit, () => [
-      del('pool', keyOf.pool(name), 'attribute_exists(PK)'),
-    ]).catch((error: unknown) => {
-      if (error instanceof Canceled) throw errors.notFound('pool', name);
-      throw error;
-    });
+    await this.#audit
+      .write(installationChain, audit, () => [del('pool', keyOf.pool(name), 'attribute_exists(PK)')])
+      .catch((error: unknown) => {
+        if (error instanceof Canceled) throw errors.notFound('pool', name);
+        throw error;
+      });
     for (const key of [keyOf.poolView(name), keyOf.poolDown(name)]) {
-      await this.#call((doc) => doc.send(new DeleteCommand({ TableName: this.#table, Key: key })));
+      await this.#t.call((doc) => doc.send(new DeleteCommand({ TableName: this.#table, Key: key })));
     }
   }
 
   async putPoolView(view: PoolView): Promise<void> {
     // The down mark is its own item: a probe's view never overwrites a mark made while it ran.
     const { downSince: _since, downReason: _reason, ...probed } = view;
-    await this.#call((doc) =>
+    await this.#t.call((doc) =>
       doc.send(new PutCommand({ TableName: this.#table, Item: { ...keyOf.poolView(view.pool), ...probed } })),
     );
   }
 
   async markPoolDown(pool: string, at: string, reason: string): Promise<void> {
     try {
-      await this.#call((doc) =>
+      await this.#t.call((doc) =>
         doc.send(
           new PutCommand({
             TableName: this.#table,
@@ -480,12 +437,12 @@ export class DynamoDbStore implements Store {
         ),
       );
     } catch (error) {
-      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      if (!isConditionFailed(error)) throw error;
     }
   }
 
   async listPoolViews(): Promise<PoolView[]> {
-    const items = await this.#queryAll(keyOf.poolView('').PK, 'VIEW', (item) => item);
+    const items = await this.#t.queryAll(keyOf.poolView('').PK, 'VIEW', (item) => item);
     const marks = new Map<string, PoolDownMark>();
     const views: PoolView[] = [];
     for (const item of items) {
@@ -498,7 +455,7 @@ export class DynamoDbStore implements Store {
   }
 
   async getPolicy(): Promise<PlacementPolicy | undefined> {
-    const item = await this.#get(keyOf.policy());
+    const item = await this.#t.get(keyOf.policy());
     return item === undefined
       ? undefined
       : placementPolicySchema.parse({
@@ -508,44 +465,18 @@ export class DynamoDbStore implements Store {
   }
 
   async putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void> {
-    await this.#write(installationChain, audit, () => [
+    await this.#audit.write(installationChain, audit, () => [
       put('policy', { ...keyOf.policy(), ...policy }, 'attribute_exists(PK) OR attribute_not_exists(PK)'),
     ]);
   }
 
-  /** Every item of a small partition whose sort key starts with `prefix` (pools and their views). */
-  async #queryAll<T>(
-    partition: string,
-    prefix: string,
-    parse: (item: Record<string, unknown>) => T,
-  ): Promise<T[]> {
-    const items: T[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const result = await this.#call((doc) =>
-        doc.send(
-          new QueryCommand({
-            TableName: this.#table,
-            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-            ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
-            ConsistentRead: true,
-            ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
-          }),
-        ),
-      );
-      for (const item of result.Items ?? []) items.push(parse(item));
-      startKey = result.LastEvaluatedKey;
-    } while (startKey !== undefined);
-    return items;
-  }
-
   async getUsage(orgId: string): Promise<Usage> {
-    const item = await this.#get(keyOf.usage(orgId));
+    const item = await this.#t.get(keyOf.usage(orgId));
     return item === undefined ? { ...zeroUsage } : usageSchema.parse(item);
   }
 
   async getPoolUsage(pool: string): Promise<number> {
-    const active = (await this.#get(keyOf.poolUsage(pool)))?.active;
+    const active = (await this.#t.get(keyOf.poolUsage(pool)))?.active;
     return typeof active === 'number' ? active : 0;
   }
 
@@ -557,7 +488,7 @@ export class DynamoDbStore implements Store {
   ): Promise<CreateSandboxResult> {
     const now = this.#now().toISOString();
     try {
-      await this.#write(sandbox.orgId, audit, () => [
+      await this.#audit.write(sandbox.orgId, audit, () => [
         check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
         waitingUpdate(sandbox.orgId, 1, this.#table, options.maxWaiting),
         put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
@@ -602,7 +533,7 @@ export class DynamoDbStore implements Store {
   }
 
   async #replay(orgId: string, idempotency: IdempotencyClaim): Promise<CreateSandboxResult> {
-    const record = await this.#get(keyOf.idempotency(orgId, idempotency.key));
+    const record = await this.#t.get(keyOf.idempotency(orgId, idempotency.key));
     if (record?.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
     const first =
       typeof record.sandboxId === 'string' ? await this.getSandbox(orgId, record.sandboxId) : undefined;
@@ -612,7 +543,7 @@ export class DynamoDbStore implements Store {
   }
 
   async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
-    const item = await this.#get(keyOf.sandbox(orgId, id));
+    const item = await this.#t.get(keyOf.sandbox(orgId, id));
     return item === undefined ? undefined : sandboxRecordSchema.parse(item);
   }
 
@@ -636,7 +567,7 @@ export class DynamoDbStore implements Store {
       conditions.push(`#labels.#l${index} = :l${index}`);
     });
     const after = decodeCursor(page.cursor);
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
         ...(conditions.length > 0 && { FilterExpression: conditions.join(' AND ') }),
@@ -671,7 +602,7 @@ export class DynamoDbStore implements Store {
       conditions.push('GSI2SK < :before');
       values[':before'] = before;
     }
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         IndexName: tableKeys.byStatus.name,
         KeyConditionExpression: conditions.join(' AND '),
@@ -684,7 +615,7 @@ export class DynamoDbStore implements Store {
   }
 
   async listSandboxesByPool(pool: string, page: PageRequest): Promise<Page<SandboxRecord>> {
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         IndexName: tableKeys.byPool.name,
         ...afterSortKey('GSI3PK', `POOL#${pool}`, 'GSI3SK', decodeCursor(page.cursor)),
@@ -696,13 +627,13 @@ export class DynamoDbStore implements Store {
   }
 
   async findSandbox(id: string): Promise<SandboxRecord | undefined> {
-    const orgId = (await this.#get(keyOf.sandboxPointer(id)))?.orgId;
+    const orgId = (await this.#t.get(keyOf.sandboxPointer(id)))?.orgId;
     return typeof orgId === 'string' ? this.getSandbox(orgId, id) : undefined;
   }
 
   async acquireLease(name: string, owner: string, until: string, now: string): Promise<boolean> {
     try {
-      await this.#call((doc) =>
+      await this.#t.call((doc) =>
         doc.send(
           new PutCommand({
             TableName: this.#table,
@@ -715,14 +646,14 @@ export class DynamoDbStore implements Store {
       );
       return true;
     } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      if (isConditionFailed(error)) return false;
       throw error;
     }
   }
 
   async releaseLease(name: string, owner: string): Promise<void> {
     try {
-      await this.#call((doc) =>
+      await this.#t.call((doc) =>
         doc.send(
           new DeleteCommand({
             TableName: this.#table,
@@ -735,7 +666,7 @@ export class DynamoDbStore implements Store {
       );
     } catch (error) {
       // Taken over after it expired: it is no longer ours to release.
-      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
+      if (!isConditionFailed(error)) throw error;
     }
   }
 
@@ -765,7 +696,7 @@ export class DynamoDbStore implements Store {
       return list;
     };
     try {
-      await this.#write(current.orgId, options.audit, actions);
+      await this.#audit.write(current.orgId, options.audit, actions);
       return next;
     } catch (error) {
       if (!(error instanceof Canceled)) throw error;
@@ -810,7 +741,7 @@ export class DynamoDbStore implements Store {
 
   async createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void> {
     try {
-      await this.#write(snapshot.orgId, audit, () => [
+      await this.#audit.write(snapshot.orgId, audit, () => [
         put(
           'snapshot',
           { ...snapshot, ...keyOf.snapshot(snapshot.orgId, snapshot.id) },
@@ -835,13 +766,13 @@ export class DynamoDbStore implements Store {
   }
 
   async getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined> {
-    const item = await this.#get(keyOf.snapshot(orgId, id));
+    const item = await this.#t.get(keyOf.snapshot(orgId, id));
     return item === undefined ? undefined : snapshotRecordSchema.parse(item);
   }
 
   async listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>> {
     const after = decodeCursor(page.cursor);
-    return this.#queryPage(
+    return this.#t.queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
         ExpressionAttributeValues: { ':pk': `ORG#${orgId}`, ':prefix': 'SNP#' },
@@ -860,7 +791,7 @@ export class DynamoDbStore implements Store {
   ): Promise<SnapshotRecord> {
     const next: SnapshotRecord = { ...current, ...patch };
     try {
-      await this.#write(current.orgId, audit, () => [
+      await this.#audit.write(current.orgId, audit, () => [
         put(
           'snapshot',
           { ...next, ...keyOf.snapshot(current.orgId, current.id) },
@@ -883,7 +814,7 @@ export class DynamoDbStore implements Store {
     const snapshot = await this.getSnapshot(orgId, id);
     if (snapshot === undefined) throw errors.notFound('snapshot', id);
     try {
-      await this.#write(orgId, audit, () => [
+      await this.#audit.write(orgId, audit, () => [
         // Conditional on the status read: a settle in between must not make the slot count twice.
         del('snapshot', keyOf.snapshot(orgId, id), 'attribute_exists(PK) AND #status = :status', {
           names: { '#status': 'status' },
@@ -899,496 +830,24 @@ export class DynamoDbStore implements Store {
     return snapshot;
   }
 
-  /** Appends one event now, on the current head; a linker or another append that moved the head first is retried. */
-  async appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {
-    for (let attempt = 0; ; attempt++) {
-      const head = await this.#readHead(orgId);
-      const event = chainEvent(orgId, head, audit, this.#now().toISOString());
-      try {
-        await this.#transact([
-          put('audit-event', auditItem(event), 'attribute_not_exists(PK)'),
-          headPut(orgId, head, event),
-        ]);
-        return event;
-      } catch (error) {
-        if (!(error instanceof Canceled)) throw error;
-        this.stats.linkRetries++;
-        if (attempt >= this.#maxChainRetries) {
-          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
-        }
-        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
-      }
-    }
+  appendAudit(orgId: string, audit: AuditInput): Promise<AuditEvent> {
+    return this.#audit.appendAudit(orgId, audit);
   }
 
-  async auditHead(orgId: string): Promise<ChainHead> {
-    await this.linkAudit(orgId);
-    return this.#readHead(orgId);
+  auditHead(orgId: string): Promise<ChainHead> {
+    return this.#audit.auditHead(orgId);
   }
 
-  async listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
-    await this.linkAudit(orgId);
-    const after = Number(decodeCursor(page.cursor) ?? '0');
-    return this.#queryPage(
-      {
-        KeyConditionExpression: 'PK = :pk AND SK > :after',
-        ExpressionAttributeValues: { ':pk': keyOf.auditEvent(orgId, 0).PK, ':after': `EVT#${seqKey(after)}` },
-      },
-      page.limit,
-      (item) => auditEventSchema.parse(item),
-      (event) => String(event.seq),
-    );
+  listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>> {
+    return this.#audit.listAudit(orgId, page);
   }
 
   /** Audit records of an org not yet linked into its chain (for operators and tests). */
-  async outboxSize(orgId: string): Promise<number> {
-    return (await this.#queryOutbox(orgId, { Select: 'COUNT' })).Count ?? 0;
+  outboxSize(orgId: string): Promise<number> {
+    return this.#audit.outboxSize(orgId);
   }
 
-  /** The org's pending audit records, oldest first (consistent: a record just written is seen). */
-  #queryOutbox(orgId: string, extra: Pick<QueryCommandInput, 'Limit' | 'Select'>) {
-    return this.#call((doc) =>
-      doc.send(
-        new QueryCommand({
-          TableName: this.#table,
-          KeyConditionExpression: 'PK = :pk',
-          ExpressionAttributeValues: { ':pk': keyOf.outbox(orgId, '').PK },
-          ConsistentRead: true,
-          ...extra,
-        }),
-      ),
-    );
-  }
-
-  async #readHead(orgId: string): Promise<ChainHead> {
-    const item = await this.#get(keyOf.chainHead(orgId));
-    // An item holding only a linker's lease is a chain not started yet.
-    if (item === undefined || (item.seq === undefined && item.hash === undefined)) return genesisHead;
-    const { seq, hash } = item;
-    if (typeof seq !== 'number' || typeof hash !== 'string')
-      throw new Error(`the chain head of ${orgId} is corrupt`);
-    return { seq, hash };
-  }
-
-  /**
-   * Takes the org's linking lease on its chain head item (free, expired, or already this linker's).
-   * Only the holder reads the head, numbers the pending records and publishes their events, so two
-   * linkers never publish one record under two sequence numbers: a repeat publication after a crash
-   * numbers the records from the same committed head, the same way.
-   */
-  async #claimLinking(orgId: string): Promise<boolean> {
-    const now = this.#now().getTime();
-    try {
-      await this.#call((doc) =>
-        doc.send(
-          new UpdateCommand({
-            TableName: this.#table,
-            Key: keyOf.chainHead(orgId),
-            UpdateExpression: 'SET linkLease = :owner, linkLeaseUntil = :until',
-            ConditionExpression:
-              'attribute_not_exists(linkLeaseUntil) OR linkLeaseUntil < :now OR linkLease = :owner',
-            ExpressionAttributeValues: { ':owner': this.#linkerId, ':until': now + linkLeaseMs, ':now': now },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw error;
-    }
-  }
-
-  async #releaseLinking(orgId: string): Promise<void> {
-    await this.#call((doc) =>
-      doc.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: keyOf.chainHead(orgId),
-          UpdateExpression: 'REMOVE linkLease, linkLeaseUntil',
-          ConditionExpression: 'linkLease = :owner',
-          ExpressionAttributeValues: { ':owner': this.#linkerId },
-        }),
-      ),
-    ).catch((error: unknown) => {
-      if ((error as Error).name !== 'ConditionalCheckFailedException') throw error;
-    });
-  }
-
-  /**
-   * Links the org's pending outbox items into its audit chain, oldest first, and resolves when none is
-   * left. Within this process one drain runs per org at a time (a call during a drain makes it look
-   * again); across processes the head condition keeps every chain single: a linker that loses re-reads
-   * and continues where the winner stopped.
-   */
   linkAudit(orgId: string): Promise<void> {
-    const running = this.#linking.get(orgId);
-    if (running !== undefined) {
-      this.#linkAgain.add(orgId);
-      return running;
-    }
-    const drain = (async () => {
-      try {
-        do {
-          this.#linkAgain.delete(orgId);
-          await this.#linkOutbox(orgId);
-        } while (this.#linkAgain.has(orgId));
-      } finally {
-        this.#linking.delete(orgId);
-      }
-    })();
-    this.#linking.set(orgId, drain);
-    return drain;
+    return this.#audit.linkAudit(orgId);
   }
-
-  async #linkOutbox(orgId: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      // Nothing pending (the common case for reads): no lease is taken at all.
-      const peek = await this.#queryOutbox(orgId, { Limit: 1 });
-      if ((peek.Items ?? []).length === 0) return;
-      if (!(await this.#claimLinking(orgId))) {
-        // Another linker holds the lease and links these records too: wait for it, then look again.
-        this.stats.linkRetries++;
-        if (attempt >= this.#maxChainRetries)
-          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
-        await sleep(Math.random() * Math.min(10 * 2 ** attempt, 200));
-        continue;
-      }
-      // Under the lease: the head read now is the one the numbering below commits on.
-      let head = await this.#readHead(orgId);
-      const pending = await this.#queryOutbox(orgId, { Limit: outboxBatch });
-      const items = (pending.Items ?? []).map((item) => outboxItemSchema.parse(item));
-      if (items.length === 0) {
-        await this.#releaseLinking(orgId);
-        return;
-      }
-      const previous = head;
-      const events = items.map((item) => {
-        const { actor, action, target, details } = item;
-        const event = chainEvent(orgId, head, { actor, action, target, details }, item.at);
-        head = event;
-        return { outboxId: item.SK, event };
-      });
-      // Published before the link commits: if this fails, nothing is linked and the next link publishes again.
-      try {
-        await this.#onLinking?.(events.map(({ event }) => event));
-      } catch (error) {
-        await this.#releaseLinking(orgId);
-        throw error;
-      }
-      const owner = { ':owner': this.#linkerId };
-      const actions: Action[] = [
-        ...events.map(({ event }) => put('audit-event', auditItem(event), 'attribute_not_exists(PK)')),
-        ...events.map(({ outboxId }) => del('outbox', keyOf.outbox(orgId, outboxId), 'attribute_exists(PK)')),
-        // The new head replaces the item, lease included: committing releases it.
-        previous.seq === 0
-          ? put(
-              'audit-head',
-              { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash },
-              'attribute_not_exists(seq) AND linkLease = :owner',
-              { values: owner },
-            )
-          : put(
-              'audit-head',
-              { ...keyOf.chainHead(orgId), seq: head.seq, hash: head.hash },
-              'seq = :seq AND linkLease = :owner',
-              { values: { ':seq': previous.seq, ...owner } },
-            ),
-      ];
-      try {
-        await this.#transact(actions);
-        this.stats.linkTransactions++;
-      } catch (error) {
-        if (!(error instanceof Canceled)) throw error;
-        // The lease expired and another linker linked first: read again and continue after it.
-        this.stats.linkRetries++;
-        if (attempt >= this.#maxChainRetries)
-          throw errors.providerUnavailable(`the audit chain of ${orgId} is busy; retry`, { retryable: true });
-        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 100));
-      }
-    }
-  }
-
-  /**
-   * Runs a change as one transaction. Its audit record goes in as an outbox item of the org, with no
-   * condition on the chain head, so changes of one org never contend on it; the ordered linker puts it
-   * into the chain right after. A transaction that lost to a concurrent one is retried a few times;
-   * every other cancellation is the caller's to interpret.
-   */
-  async #write(orgId: string, audit: AuditInput | undefined, build: () => Action[]): Promise<void> {
-    const outboxId = newId('key').slice(4);
-    for (let attempt = 0; ; attempt++) {
-      const actions = build();
-      if (audit !== undefined) {
-        actions.push(
-          put(
-            'outbox',
-            { ...keyOf.outbox(orgId, outboxId), orgId, at: this.#now().toISOString(), ...audit },
-            'attribute_not_exists(PK)',
-          ),
-        );
-      }
-      try {
-        await this.#transact(actions);
-        if (audit !== undefined && this.#linkInline) {
-          this.linkAudit(orgId).catch(() => {
-            // The items stay in the outbox; the next link of this org (any write, read or the sweep) takes them.
-          });
-        }
-        return;
-      } catch (error) {
-        if (!(error instanceof Canceled)) throw error;
-        const retryable = error.failed.every(
-          (f) => f.code === 'TransactionConflict' || f.code === 'ThrottlingError',
-        );
-        if (!retryable) throw error;
-        if (attempt >= this.#maxChainRetries) {
-          throw errors.providerUnavailable(
-            `the state store is busy with other changes of org ${orgId}; retry`,
-            {
-              retryable: true,
-            },
-          );
-        }
-        this.stats.conflictRetries++;
-        await sleep(Math.random() * Math.min(5 * 2 ** attempt, 200));
-      }
-    }
-  }
-
-  async #transact(actions: Action[]): Promise<void> {
-    this.stats.transactions++;
-    try {
-      await this.#call((doc) =>
-        doc.send(
-          new TransactWriteCommand({ TransactItems: actions.map((a) => withTable(a.item, this.#table)) }),
-        ),
-      );
-    } catch (error) {
-      if (error instanceof TransactionCanceledException) {
-        const reasons = error.CancellationReasons ?? [];
-        const failed = actions
-          .map((action, index) => ({ label: action.label, code: reasons[index]?.Code ?? 'Unknown' }))
-          .filter((f) => f.code !== 'None');
-        throw new Canceled(failed, { cause: error });
-      }
-      throw error;
-    }
-  }
-
-  async #get(key: Record<string, string>): Promise<Record<string, unknown> | undefined> {
-    const result = await this.#call((doc) =>
-      doc.send(new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: true })),
-    );
-    return result.Item;
-  }
-
-  /**
-   * Queries until `limit + 1` matching items are found (filters can thin pages) or the partition ends, so
-   * `nextCursor` is null exactly when nothing follows.
-   */
-  async #queryPage<T>(
-    input: Omit<QueryCommandInput, 'TableName'>,
-    limit: number,
-    parse: (item: Record<string, unknown>) => T,
-    cursorOf: (item: T) => string,
-  ): Promise<Page<T>> {
-    const items: T[] = [];
-    let startKey = input.ExclusiveStartKey;
-    do {
-      const result = await this.#call((doc) =>
-        doc.send(
-          new QueryCommand({
-            ...input,
-            TableName: this.#table,
-            Limit: Math.max(limit + 1, 25),
-            ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
-          }),
-        ),
-      );
-      for (const item of result.Items ?? []) items.push(parse(item));
-      startKey = result.LastEvaluatedKey;
-    } while (startKey !== undefined && items.length <= limit);
-    const slice = items.slice(0, limit);
-    const last = slice.at(-1);
-    return {
-      items: slice,
-      nextCursor: items.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null,
-    };
-  }
-
-  /** Runs one SDK call; throttling the SDK's own retries could not absorb becomes a retryable 503. */
-  async #call<T>(request: (doc: DynamoDBDocumentClient) => Promise<T>): Promise<T> {
-    try {
-      return await request(this.#doc);
-    } catch (error) {
-      if (error instanceof Error && throttlingErrors.has(error.name)) {
-        throw new ApiError(
-          'provider_unavailable',
-          'the state store is throttling requests; retry shortly',
-          { retryable: true },
-          { cause: error },
-        );
-      }
-      throw error;
-    }
-  }
-}
-
-/** A key condition on a partition, after a sort key when a cursor gives one (key values cannot be empty). */
-function afterSortKey(partitionName: string, partition: string, sortName: string, after: string | undefined) {
-  return after === undefined
-    ? { KeyConditionExpression: `${partitionName} = :pk`, ExpressionAttributeValues: { ':pk': partition } }
-    : {
-        KeyConditionExpression: `${partitionName} = :pk AND ${sortName} > :after`,
-        ExpressionAttributeValues: { ':pk': partition, ':after': after },
-      };
-}
-
-/** Names and values a condition refers to. */
-interface ConditionExpression {
-  names?: Record<string, string>;
-  values?: Record<string, unknown>;
-}
-
-function conditionOf(condition: string, expression: ConditionExpression) {
-  return {
-    ConditionExpression: condition,
-    ...(expression.names && { ExpressionAttributeNames: expression.names }),
-    ...(expression.values && { ExpressionAttributeValues: expression.values }),
-  };
-}
-
-function put(
-  label: string,
-  item: Record<string, unknown>,
-  condition: string,
-  expression: ConditionExpression = {},
-): Action {
-  return { label, item: { Put: { TableName: '', Item: item, ...conditionOf(condition, expression) } } };
-}
-
-/** The chain head moves from `from` to `to` only if nobody moved it since it was read. */
-function headPut(orgId: string, from: ChainHead, to: ChainHead): Action {
-  const item = { ...keyOf.chainHead(orgId), seq: to.seq, hash: to.hash };
-  // Never while a linker holds the lease: its published numbering must stay the committed one.
-  const unleased = '(attribute_not_exists(linkLeaseUntil) OR linkLeaseUntil < :now)';
-  const now = { ':now': Date.now() };
-  return from.seq === 0
-    ? put('audit-head', item, `attribute_not_exists(seq) AND ${unleased}`, { values: now })
-    : put('audit-head', item, `seq = :seq AND ${unleased}`, { values: { ':seq': from.seq, ...now } });
-}
-
-function del(
-  label: string,
-  key: Record<string, string>,
-  condition: string,
-  expression: ConditionExpression = {},
-): Action {
-  return { label, item: { Delete: { TableName: '', Key: key, ...conditionOf(condition, expression) } } };
-}
-
-function check(label: string, key: Record<string, string>, condition: string): Action {
-  return { label, item: { ConditionCheck: { TableName: '', Key: key, ConditionExpression: condition } } };
-}
-
-function withTable(item: TransactItem, table: string): TransactItem {
-  if (item.Put) return { Put: { ...item.Put, TableName: table } };
-  if (item.Update) return { Update: { ...item.Update, TableName: table } };
-  if (item.ConditionCheck) return { ConditionCheck: { ...item.ConditionCheck, TableName: table } };
-  if (item.Delete) return { Delete: { ...item.Delete, TableName: table } };
-  return item;
-}
-
-/**
- * ADDs the org's usage change and takes it from the headroom in the same update; every increase is
- * conditional on the headroom covering it (`free >= requested`), so no read of the quota is needed.
- */
-function usageUpdate(orgId: string, delta: Omit<Usage, 'snapshots'>, table: string): Action | undefined {
-  const changed = (Object.entries(delta) as [keyof typeof delta, number][]).filter(
-    ([, value]) => value !== 0,
-  );
-  if (changed.length === 0) return undefined;
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
-  const conditions = ['attribute_exists(PK)'];
-  for (const [field, value] of changed) {
-    names[`#${field}`] = field;
-    names[`#free_${field}`] = `free_${field}`;
-    values[`:${field}`] = value;
-    values[`:free_${field}`] = -value;
-    if (value > 0) conditions.push(`#free_${field} >= :${field}`);
-  }
-  return {
-    label: 'usage',
-    item: {
-      Update: {
-        TableName: table,
-        Key: keyOf.usage(orgId),
-        UpdateExpression: `ADD ${changed.map(([field]) => `#${field} :${field}, #free_${field} :free_${field}`).join(', ')}`,
-        ConditionExpression: conditions.join(' AND '),
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      },
-    },
-  };
-}
-
-/**
- * The org's count of waiting sandboxes (queued or provisioning), kept beside its usage. An increase is
- * conditional on staying under `max`; a missing item (an org older than the count) starts at zero.
- */
-function waitingUpdate(orgId: string, change: number, table: string, max?: number): Action {
-  return {
-    label: 'waiting',
-    item: {
-      Update: {
-        TableName: table,
-        Key: keyOf.waiting(orgId),
-        UpdateExpression: 'ADD waiting :change',
-        ...(change > 0 && max !== undefined
-          ? {
-              ConditionExpression: 'attribute_not_exists(waiting) OR waiting < :max',
-              ExpressionAttributeValues: { ':change': change, ':max': max },
-            }
-          : { ExpressionAttributeValues: { ':change': change } }),
-      },
-    },
-  };
-}
-
-/** Takes (+1, only while `free_snapshots` covers it) or gives back (-1) one of the org's maxSnapshots. */
-function snapshotSlot(orgId: string, change: 1 | -1, table: string): Action {
-  return {
-    label: 'usage',
-    item: {
-      Update: {
-        TableName: table,
-        Key: keyOf.usage(orgId),
-        UpdateExpression: 'ADD snapshots :change, free_snapshots :release',
-        ...(change > 0 && { ConditionExpression: 'attribute_exists(PK) AND free_snapshots >= :change' }),
-        ExpressionAttributeValues: { ':change': change, ':release': -change },
-      },
-    },
-  };
-}
-
-/** ADDs to a pool's slot count; taking a slot is bounded by maxConcurrency when it has one. */
-function poolUpdate(pool: string, change: number, limit: number, table: string): Action {
-  const bounded = change > 0 && limit > 0;
-  return {
-    label: `pool:${pool}`,
-    item: {
-      Update: {
-        TableName: table,
-        Key: keyOf.poolUsage(pool),
-        UpdateExpression: 'ADD active :change',
-        ...(bounded && { ConditionExpression: 'attribute_not_exists(active) OR active <= :max' }),
-        ExpressionAttributeValues: { ':change': change, ...(bounded && { ':max': limit - change }) },
-      },
-    },
-  };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
