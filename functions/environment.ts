@@ -28,10 +28,16 @@ export const env = {
  */
 export const sdkEndpointVariables = ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_SQS'] as const;
 
-export function requireEnv(...names: string[]): Record<string, string> {
+/** Fails the cold start naming every variable of `names` that is unset or empty. */
+export function requireAllEnv(...names: string[]): void {
   const missing = names.filter((name) => (process.env[name] ?? '') === '');
   if (missing.length > 0) throw new Error(`missing environment variables: ${missing.join(', ')}`);
-  return Object.fromEntries(names.map((name) => [name, process.env[name] ?? '']));
+}
+
+/** A variable's value; an unset or empty one fails the cold start naming it. */
+export function requireEnv(name: string): string {
+  requireAllEnv(name);
+  return process.env[name] ?? '';
 }
 
 /** The CloudWatch namespace of every function's metrics (POWERTOOLS_METRICS_NAMESPACE on Lambda). */

@@ -20,7 +20,7 @@ import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
-import { env, requireEnv } from './environment.ts';
+import { env, requireAllEnv, requireEnv } from './environment.ts';
 import { observability, powertoolsLog } from './observability.ts';
 
 /**
@@ -62,13 +62,13 @@ async function secretString(arn: string): Promise<string | undefined> {
 async function loadConfig(): Promise<Config> {
   const inline = process.env[env.configJson];
   if (inline !== undefined && inline !== '') return parseConfigText(inline, env.configJson);
-  const path = requireEnv(env.configPath)[env.configPath] ?? '';
+  const path = requireEnv(env.configPath);
   return parseConfigText(await readFile(path, 'utf8'), path);
 }
 
 function storeFromEnv(): Store {
   if (process.env[env.store] === 'memory') return new MemoryStore();
-  const table = requireEnv(env.tableName)[env.tableName] ?? '';
+  const table = requireEnv(env.tableName);
   const bus = process.env[env.eventBusName];
   return new DynamoDbStore({
     client: documentClient(traced(new DynamoDBClient({}))),
@@ -133,7 +133,7 @@ export async function wireControlPlane(parts: ContainerParts): Promise<ControlPl
 
 /** The control plane of one Lambda container, built once at cold start from the environment contract. */
 export async function controlPlaneFromEnv(): Promise<ControlPlane> {
-  const vars = requireEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl);
+  requireAllEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl);
   const admin = await adminKeyFromEnv();
   const config = await loadConfig();
   const log = powertoolsLog();
@@ -154,9 +154,9 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
         }),
       }),
     queue: new SqsWorkQueue(sqs, {
-      provision: vars[env.provisionQueueUrl] ?? '',
-      terminate: vars[env.terminateQueueUrl] ?? '',
-      operations: vars[env.operationsQueueUrl] ?? '',
+      provision: requireEnv(env.provisionQueueUrl),
+      terminate: requireEnv(env.terminateQueueUrl),
+      operations: requireEnv(env.operationsQueueUrl),
     }),
     log,
     // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.

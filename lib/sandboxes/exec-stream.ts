@@ -5,6 +5,7 @@ import { describeError } from '../log.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
+import { requireRunning } from './state.ts';
 
 /** API Gateway's streamed responses last at most 15 minutes; the command must end within them. */
 export const maxStreamSeconds = 14 * 60;
@@ -38,12 +39,7 @@ export async function prepareExecStream(
       max: maxStreamSeconds,
     });
   }
-  const record = await sandboxes.load(principal, id);
-  if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
-    throw errors.invalidState(`exec needs a running sandbox; ${id} is ${record.status}`, {
-      status: record.status,
-    });
-  }
+  const record = requireRunning(await sandboxes.load(principal, id));
   const adapter = deps.pools.adapterOf(record.pool);
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { isKnownFeature, isTtlExtender } from '../adapter/port.ts';
+import { isTtlExtender } from '../adapter/port.ts';
 import { canonicalJson } from '../audit/chain.ts';
-import type { Config, Profile } from '../config.ts';
+import type { Config } from '../config.ts';
 import { errors, isApiError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
-import { type PlacementRequest, place } from '../placement/policy.ts';
-import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import { wakeWaiters } from '../scheduler/wake.ts';
@@ -16,16 +14,15 @@ import {
   defaultTtlSeconds,
   type ExecRequest,
   type ExecResult,
-  resourcesSchema,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
 import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from '../store/port.ts';
-import type { OrgRecord, SandboxRecord } from '../store/records.ts';
+import type { SandboxRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
-import { neverFits } from '../tenancy/quota.ts';
+import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
-import { isTerminal } from './state.ts';
+import { isTerminal, requireRunning } from './state.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
 
 /** Runs a read-modify-write again (up to 3 times) when the store reports another writer got there first. */
@@ -62,8 +59,8 @@ export class SandboxService {
   }
 
   /**
-   * Admission: validates the request, refuses what can never fit the org's quota, writes the record
-   * (queued) and then sends the provision message. With an Idempotency-Key, a repeat with the same body
+   * Create: admission (lib/sandboxes/admission.ts) checks the request and what can never run, then the
+   * record is written (queued) and the provision message sent. With an Idempotency-Key, a repeat with the same body
    * returns the first sandbox and a repeat with another body is a conflict.
    */
   async create(
@@ -72,59 +69,8 @@ export class SandboxService {
     idempotencyKey?: string,
     internal: { forkedFrom?: string } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
-    const projectId = await this.#projectFor(principal, request.projectId);
-    // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
-    let allowedPools = request.placement?.allowedPools ?? null;
-    if (request.fromSnapshot !== undefined) {
-      const snapshot = await this.#deps.store.getSnapshot(principal.orgId, request.fromSnapshot);
-      if (
-        snapshot === undefined ||
-        (principal.projectId !== null && snapshot.projectId !== principal.projectId)
-      ) {
-        throw errors.notFound('snapshot', request.fromSnapshot);
-      }
-      if (snapshot.status === 'failed') {
-        throw errors.invalidState(`snapshot ${snapshot.id} failed and cannot be restored`, {
-          status: snapshot.status,
-        });
-      }
-      if (allowedPools !== null && !allowedPools.includes(snapshot.pool)) {
-        throw errors.invalidRequest(
-          `snapshot ${snapshot.id} lives on pool ${snapshot.pool}, which placement.allowedPools excludes`,
-          { field: 'placement.allowedPools', pool: snapshot.pool },
-        );
-      }
-      allowedPools = [snapshot.pool];
-    }
-    const profile = this.#profile(request.profile);
-    const capabilities = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
-    this.#validateCapabilities(capabilities);
-    const classification = request.classification ?? profile?.classification ?? null;
-    if (classification !== null && !(classification in this.#deps.config.classifications)) {
-      throw errors.invalidRequest(
-        `unknown classification ${classification} (known: ${Object.keys(this.#deps.config.classifications).join(', ')})`,
-        { field: 'classification' },
-      );
-    }
-    // Admission reads pools, the policy and the quota fresh, in one round trip: an operator's change
-    // applies to the very next request, whichever container serves it.
-    const [org] = await Promise.all([this.#org(principal.orgId), this.#deps.pools.sync(true)]);
-    for (const name of request.placement?.allowedPools ?? []) await this.#deps.pools.ensure(name);
-    for (const name of request.placement?.allowedPools ?? []) {
-      if (this.#deps.pools.get(name) === undefined) {
-        throw errors.invalidRequest(`placement.allowedPools names an unknown pool: ${name}`, {
-          field: 'placement.allowedPools',
-          pool: name,
-        });
-      }
-    }
-    const resources = resourcesSchema.parse({ ...profile?.resources, ...request.resources });
-    const never = neverFits(resources, org.quota);
-    if (never !== undefined)
-      throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
-    const template = request.template ?? null;
-    const regions = request.placement?.regions ?? null;
-    await this.#admit({ capabilities, template, resources, allowedPools, regions, classification });
+    const admitted = await admit(this.#deps, principal, request);
+    const { projectId, allowedPools, capabilities, classification, resources, template, regions } = admitted;
     const nowDate = this.#now();
     const now = nowDate.toISOString();
     const record: SandboxRecord = {
@@ -178,7 +124,7 @@ export class SandboxService {
         details: { projectId, resources, template: record.template },
       },
       idempotency,
-      { maxWaiting: org.quota.maxQueued },
+      { maxWaiting: admitted.maxQueued },
     );
     if (!result.replayed) await this.#enqueue('provision', result.sandbox);
     return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };
@@ -303,12 +249,7 @@ export class SandboxService {
         { field: 'timeoutSeconds', max: syncExecMaxSeconds },
       );
     }
-    const record = await this.load(principal, id);
-    if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
-      throw errors.invalidState(`exec needs a running sandbox; ${id} is ${record.status}`, {
-        status: record.status,
-      });
-    }
+    const record = requireRunning(await this.load(principal, id));
     const adapter = this.#deps.pools.adapterOf(record.pool);
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
     const result = await adapter.exec(
@@ -341,87 +282,6 @@ export class SandboxService {
     }
     await this.#deps.pools.ensure(record.pool);
     return record;
-  }
-
-  /**
-   * The org, read fresh for each create: a copy cached per container would let a quota just lowered
-   * through another container admit a sandbox that can never run (docs/architecture.md).
-   */
-  async #org(orgId: string): Promise<OrgRecord> {
-    const org = await this.#deps.store.getOrg(orgId);
-    if (org === undefined) throw errors.notFound('org', orgId);
-    return org;
-  }
-
-  #profile(name: string | undefined): Profile | undefined {
-    if (name === undefined) return undefined;
-    const profile = this.#deps.config.profiles[name];
-    if (profile === undefined) {
-      throw errors.invalidRequest(
-        `unknown profile ${name} (known: ${Object.keys(this.#deps.config.profiles).join(', ') || 'none'})`,
-        { field: 'profile' },
-      );
-    }
-    return profile;
-  }
-
-  /**
-   * Refuses at once what no permitted pool can ever run (capabilities, templates, limits, policy), so
-   * the caller gets a 422 with each pool's reason instead of a sandbox that waits until it times out.
-   * Health and room are left to the scheduler: they change.
-   */
-  async #admit(request: PlacementRequest, fresh = false): Promise<void> {
-    const states = poolStatesNow(this.#deps.pools);
-    const { verdict, rejected } = place(
-      request,
-      states,
-      {
-        policy: this.#deps.pools.policy(),
-        classifications: this.#deps.config.classifications,
-      },
-      { staticOnly: true },
-    );
-    if ((verdict.kind === 'unsupported' || verdict.kind === 'never') && !fresh) {
-      // Before refusing: pools or the policy may have changed through another container moments ago.
-      await this.#deps.pools.sync(true);
-      await this.#admit(request, true);
-      return;
-    }
-    if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
-      throw errors.unsupportedCapability(verdict.message, {
-        rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),
-      });
-    }
-  }
-
-  async #projectFor(principal: OrgPrincipal, requested: string | undefined): Promise<string | null> {
-    if (principal.projectId === null) {
-      if (requested === undefined) return null;
-      const project = await this.#deps.store.getProject(principal.orgId, requested);
-      if (project === undefined) throw errors.notFound('project', requested);
-      return requested;
-    }
-    if (requested !== undefined && requested !== principal.projectId) {
-      throw errors.forbidden(`this key is restricted to project ${principal.projectId}`);
-    }
-    return principal.projectId;
-  }
-
-  #validateCapabilities(capabilities: readonly string[]): void {
-    for (const name of capabilities) {
-      if (!isKnownFeature(name)) {
-        throw errors.invalidRequest(`unknown capability ${name}`, {
-          field: 'capabilities',
-          capability: name,
-        });
-      }
-      if (name === 'isolation.none') {
-        throw errors.invalidRequest('isolation.none cannot be requested', {
-          field: 'capabilities',
-          capability: name,
-        });
-      }
-    }
   }
 
   async #enqueue(queue: 'provision' | 'terminate', record: SandboxRecord): Promise<void> {

@@ -80,3 +80,15 @@ export const settledWithInstance = [
 export function isSettledWithInstance(status: SandboxStatus): boolean {
   return (settledWithInstance as readonly SandboxStatus[]).includes(status);
 }
+
+/** A sandbox an exec can run in: running, placed, with its backend instance (narrowed so). */
+export function requireRunning<
+  R extends { id: string; status: SandboxStatus; pool: string | null; backendRef: string | null },
+>(record: R): R & { pool: string; backendRef: string } {
+  if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
+    throw errors.invalidState(`exec needs a running sandbox; ${record.id} is ${record.status}`, {
+      status: record.status,
+    });
+  }
+  return record as R & { pool: string; backendRef: string };
+}

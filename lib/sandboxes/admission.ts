@@ -1,0 +1,202 @@
+import { isKnownFeature } from '../adapter/port.ts';
+import type { Config, Profile } from '../config.ts';
+import { errors } from '../errors.ts';
+import { type PlacementRequest, place } from '../placement/policy.ts';
+import { poolStatesNow } from '../placement/rank.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
+import { type CreateSandboxRequest, type Resources, resourcesSchema } from '../schemas/sandboxes.ts';
+import type { Store } from '../store/port.ts';
+import type { OrgRecord } from '../store/records.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { neverFits } from '../tenancy/quota.ts';
+
+export interface AdmissionDeps {
+  store: Store;
+  pools: PoolRegistry;
+  config: Config;
+}
+
+/** What admission settled about a create request: everything the new record takes from it. */
+export interface Admission {
+  projectId: string | null;
+  allowedPools: string[] | null;
+  capabilities: string[];
+  classification: string | null;
+  resources: Resources;
+  template: string | null;
+  regions: string[] | null;
+  /** The org's maxQueued, for the store's count of waiting sandboxes. */
+  maxQueued: number;
+}
+
+/**
+ * Admission of a create request: its project, the snapshot it starts from (which pins its pool), the
+ * profile merged in, known capabilities and classification, pools that exist, resources that can ever
+ * fit the org's quota, and at least one permitted pool that could ever run it. Pools, the policy and the
+ * org are read fresh: an operator's change applies to the very next request, whichever container
+ * serves it.
+ */
+export async function admit(
+  deps: AdmissionDeps,
+  principal: OrgPrincipal,
+  request: CreateSandboxRequest,
+): Promise<Admission> {
+  const projectId = await projectFor(deps, principal, request.projectId);
+  // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
+  let allowedPools = request.placement?.allowedPools ?? null;
+  if (request.fromSnapshot !== undefined) {
+    const snapshot = await deps.store.getSnapshot(principal.orgId, request.fromSnapshot);
+    if (
+      snapshot === undefined ||
+      (principal.projectId !== null && snapshot.projectId !== principal.projectId)
+    ) {
+      throw errors.notFound('snapshot', request.fromSnapshot);
+    }
+    if (snapshot.status === 'failed') {
+      throw errors.invalidState(`snapshot ${snapshot.id} failed and cannot be restored`, {
+        status: snapshot.status,
+      });
+    }
+    if (allowedPools !== null && !allowedPools.includes(snapshot.pool)) {
+      throw errors.invalidRequest(
+        `snapshot ${snapshot.id} lives on pool ${snapshot.pool}, which placement.allowedPools excludes`,
+        { field: 'placement.allowedPools', pool: snapshot.pool },
+      );
+    }
+    allowedPools = [snapshot.pool];
+  }
+  const profile = profileOf(deps.config, request.profile);
+  const capabilities = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
+  validateCapabilities(capabilities);
+  const classification = request.classification ?? profile?.classification ?? null;
+  if (classification !== null && !(classification in deps.config.classifications)) {
+    throw errors.invalidRequest(
+      `unknown classification ${classification} (known: ${Object.keys(deps.config.classifications).join(', ')})`,
+      { field: 'classification' },
+    );
+  }
+  // Admission reads pools, the policy and the quota fresh, in one round trip: an operator's change
+  // applies to the very next request, whichever container serves it.
+  const [org] = await Promise.all([freshOrg(deps, principal.orgId), deps.pools.sync(true)]);
+  for (const name of request.placement?.allowedPools ?? []) await deps.pools.ensure(name);
+  for (const name of request.placement?.allowedPools ?? []) {
+    if (deps.pools.get(name) === undefined) {
+      throw errors.invalidRequest(`placement.allowedPools names an unknown pool: ${name}`, {
+        field: 'placement.allowedPools',
+        pool: name,
+      });
+    }
+  }
+  const resources = resourcesSchema.parse({ ...profile?.resources, ...request.resources });
+  const never = neverFits(resources, org.quota);
+  if (never !== undefined) throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
+  const template = request.template ?? null;
+  const regions = request.placement?.regions ?? null;
+  await refuseWhatCannotRun(deps, {
+    capabilities,
+    template,
+    resources,
+    allowedPools,
+    regions,
+    classification,
+  });
+  return {
+    projectId,
+    allowedPools,
+    capabilities,
+    classification,
+    resources,
+    template,
+    regions,
+    maxQueued: org.quota.maxQueued,
+  };
+}
+
+/**
+ * The org, read fresh for each create: a copy cached per container would let a quota just lowered
+ * through another container admit a sandbox that can never run (docs/architecture.md).
+ */
+async function freshOrg(deps: AdmissionDeps, orgId: string): Promise<OrgRecord> {
+  const org = await deps.store.getOrg(orgId);
+  if (org === undefined) throw errors.notFound('org', orgId);
+  return org;
+}
+
+function profileOf(config: Config, name: string | undefined): Profile | undefined {
+  if (name === undefined) return undefined;
+  const profile = config.profiles[name];
+  if (profile === undefined) {
+    throw errors.invalidRequest(
+      `unknown profile ${name} (known: ${Object.keys(config.profiles).join(', ') || 'none'})`,
+      { field: 'profile' },
+    );
+  }
+  return profile;
+}
+
+/**
+ * Refuses at once what no permitted pool can ever run (capabilities, templates, limits, policy), so
+ * the caller gets a 422 with each pool's reason instead of a sandbox that waits until it times out.
+ * Health and room are left to the scheduler: they change.
+ */
+async function refuseWhatCannotRun(
+  deps: AdmissionDeps,
+  request: PlacementRequest,
+  fresh = false,
+): Promise<void> {
+  const states = poolStatesNow(deps.pools);
+  const { verdict, rejected } = place(
+    request,
+    states,
+    {
+      policy: deps.pools.policy(),
+      classifications: deps.config.classifications,
+    },
+    { staticOnly: true },
+  );
+  if ((verdict.kind === 'unsupported' || verdict.kind === 'never') && !fresh) {
+    // Before refusing: pools or the policy may have changed through another container moments ago.
+    await deps.pools.sync(true);
+    await refuseWhatCannotRun(deps, request, true);
+    return;
+  }
+  if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
+    throw errors.unsupportedCapability(verdict.message, {
+      rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),
+    });
+  }
+}
+
+async function projectFor(
+  deps: AdmissionDeps,
+  principal: OrgPrincipal,
+  requested: string | undefined,
+): Promise<string | null> {
+  if (principal.projectId === null) {
+    if (requested === undefined) return null;
+    const project = await deps.store.getProject(principal.orgId, requested);
+    if (project === undefined) throw errors.notFound('project', requested);
+    return requested;
+  }
+  if (requested !== undefined && requested !== principal.projectId) {
+    throw errors.forbidden(`this key is restricted to project ${principal.projectId}`);
+  }
+  return principal.projectId;
+}
+
+function validateCapabilities(capabilities: readonly string[]): void {
+  for (const name of capabilities) {
+    if (!isKnownFeature(name)) {
+      throw errors.invalidRequest(`unknown capability ${name}`, {
+        field: 'capabilities',
+        capability: name,
+      });
+    }
+    if (name === 'isolation.none') {
+      throw errors.invalidRequest('isolation.none cannot be requested', {
+        field: 'capabilities',
+        capability: name,
+      });
+    }
+  }
+}
