@@ -11,22 +11,9 @@ import {
   updatedSandboxSchema,
   updateSandboxSchema,
 } from '../../schemas/sandboxes.ts';
-import type { SnapshotRecord } from '../../store/records.ts';
 import { errorSchema, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
-
-/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
-function _parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
-  if (filter === undefined) return undefined;
-  const labels: Record<string, string> = {};
-  for (const pair of filter.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
-    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return labels;
-}
 
 /** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
 function parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
@@ -40,38 +27,8 @@ function parseLabelFilter(filter: string | undefined): Record<string, string> | 
   return labels;
 }
 
-/** A snapshot as tenants see it: the backend's ref stays inside. */
-function _publicSnapshot(snapshot: SnapshotRecord) {
-  const { backendRef: _backendRef, ...visible } = snapshot;
-  return { ...visible, updatedAt: snapshot.updatedAt ?? snapshot.createdAt };
-}
-
-const longer = '; 202 with the transitional status when the backend needs longer than the API waits';
-const _lifecycleActions = [
-  {
-    action: 'stop',
-    summary: `Stop a running sandbox: its disk stays; cpu and memory leave quota usage${longer}`,
-  },
-  {
-    action: 'start',
-    summary: `Start a stopped sandbox: cpu and memory are reserved again (429 when they no longer fit)${longer}`,
-  },
-  { action: 'pause', summary: `Pause a running sandbox with its memory kept${longer}` },
-  { action: 'resume', summary: `Resume a paused sandbox${longer}` },
-] as const;
-
 /** `?stream=1` (or `true`) streams; `0`, `false` or nothing waits for the command. */
 const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1', 'true', 'false']).optional() });
-
-function _idempotencyKeyOf(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  if (!/^[\x21-\x7e]{1,255}$/.test(header)) {
-    throw errors.invalidRequest('Idempotency-Key must be 1 to 255 visible ASCII characters', {
-      header: 'Idempotency-Key',
-    });
-  }
-  return header;
-}
 
 function idempotencyKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;

@@ -1,4 +1,3 @@
-import { errors } from '../../errors.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import {
   snapshotDeletedSchema,
@@ -10,18 +9,6 @@ import type { SnapshotRecord } from '../../store/records.ts';
 import { errorSchema, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
-
-/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
-function _parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
-  if (filter === undefined) return undefined;
-  const labels: Record<string, string> = {};
-  for (const pair of filter.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
-    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return labels;
-}
 
 /** A snapshot as tenants see it: the backend's ref stays inside. */
 function publicSnapshot(snapshot: SnapshotRecord) {
