@@ -46,7 +46,7 @@ import {
   withDownMarks,
 } from '../records.ts';
 import { AuditOutbox } from './audit-outbox.ts';
-import { keyOf, keysParent, orgsParent, sandboxItem, usageItem } from './items.ts';
+import { indexKeyOf, keyOf, keysParent, orgPartition, orgsParent, sandboxItem, usageItem } from './items.ts';
 import { tableKeys } from './table.ts';
 import {
   type Action,
@@ -159,15 +159,19 @@ export class DynamoDbStore implements Store {
   }
 
   async getOrg(id: string): Promise<OrgRecord | undefined> {
-    const item = await this.#t.get(keyOf.org(id));
-    return item === undefined ? undefined : orgRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.org(id), orgRecordSchema);
   }
 
   async listOrgs(page: PageRequest): Promise<Page<OrgRecord>> {
     return this.#t.queryPage(
       {
         IndexName: tableKeys.byParent.name,
-        ...afterSortKey('GSI1PK', orgsParent, 'GSI1SK', decodeCursor(page.cursor)),
+        ...afterSortKey(
+          tableKeys.byParent.partition,
+          orgsParent,
+          tableKeys.byParent.sort,
+          decodeCursor(page.cursor),
+        ),
       },
       page.limit,
       (item) => orgRecordSchema.parse(item),
@@ -194,15 +198,19 @@ export class DynamoDbStore implements Store {
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
-    const item = await this.#t.get(keyOf.key(id));
-    return item === undefined ? undefined : keyRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.key(id), keyRecordSchema);
   }
 
   async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>> {
     return this.#t.queryPage(
       {
         IndexName: tableKeys.byParent.name,
-        ...afterSortKey('GSI1PK', keysParent(orgId), 'GSI1SK', decodeCursor(page.cursor)),
+        ...afterSortKey(
+          tableKeys.byParent.partition,
+          keysParent(orgId),
+          tableKeys.byParent.sort,
+          decodeCursor(page.cursor),
+        ),
       },
       page.limit,
       (item) => keyRecordSchema.parse(item),
@@ -355,8 +363,7 @@ export class DynamoDbStore implements Store {
   }
 
   async getProject(orgId: string, id: string): Promise<ProjectRecord | undefined> {
-    const item = await this.#t.get(keyOf.project(orgId, id));
-    return item === undefined ? undefined : projectRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.project(orgId, id), projectRecordSchema);
   }
 
   async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>> {
@@ -394,8 +401,7 @@ export class DynamoDbStore implements Store {
   }
 
   async getPool(name: string): Promise<PoolRecord | undefined> {
-    const item = await this.#t.get(keyOf.pool(name));
-    return item === undefined ? undefined : poolRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.pool(name), poolRecordSchema);
   }
 
   async listPools(): Promise<PoolRecord[]> {
@@ -543,13 +549,12 @@ export class DynamoDbStore implements Store {
   }
 
   async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
-    const item = await this.#t.get(keyOf.sandbox(orgId, id));
-    return item === undefined ? undefined : sandboxRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.sandbox(orgId, id), sandboxRecordSchema);
   }
 
   async listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>> {
     const names: Record<string, string> = {};
-    const values: Record<string, unknown> = { ':pk': `ORG#${orgId}`, ':prefix': 'SBX#' };
+    const values: Record<string, unknown> = { ':pk': orgPartition(orgId), ':prefix': 'SBX#' };
     const conditions: string[] = [];
     if (filter.status !== undefined) {
       names['#status'] = 'status';
@@ -589,17 +594,18 @@ export class DynamoDbStore implements Store {
     if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
     const after = decodeCursor(page.cursor);
     const before = options.dueBefore;
-    const conditions = ['GSI2PK = :pk'];
-    const values: Record<string, unknown> = { ':pk': `STATUS#${status}` };
+    const { partition, sort } = tableKeys.byStatus;
+    const conditions = [`${partition} = :pk`];
+    const values: Record<string, unknown> = { ':pk': indexKeyOf.byStatus(status) };
     if (after !== undefined && before !== undefined) {
       // BETWEEN is inclusive: start just past the cursor.
-      conditions.push('GSI2SK BETWEEN :after AND :before');
+      conditions.push(`${sort} BETWEEN :after AND :before`);
       Object.assign(values, { ':after': `${after}\u0001`, ':before': before });
     } else if (after !== undefined) {
-      conditions.push('GSI2SK > :after');
+      conditions.push(`${sort} > :after`);
       values[':after'] = after;
     } else if (before !== undefined) {
-      conditions.push('GSI2SK < :before');
+      conditions.push(`${sort} < :before`);
       values[':before'] = before;
     }
     return this.#t.queryPage(
@@ -618,7 +624,12 @@ export class DynamoDbStore implements Store {
     return this.#t.queryPage(
       {
         IndexName: tableKeys.byPool.name,
-        ...afterSortKey('GSI3PK', `POOL#${pool}`, 'GSI3SK', decodeCursor(page.cursor)),
+        ...afterSortKey(
+          tableKeys.byPool.partition,
+          indexKeyOf.byPool(pool),
+          tableKeys.byPool.sort,
+          decodeCursor(page.cursor),
+        ),
       },
       page.limit,
       (item) => sandboxRecordSchema.parse(item),
@@ -766,8 +777,7 @@ export class DynamoDbStore implements Store {
   }
 
   async getSnapshot(orgId: string, id: string): Promise<SnapshotRecord | undefined> {
-    const item = await this.#t.get(keyOf.snapshot(orgId, id));
-    return item === undefined ? undefined : snapshotRecordSchema.parse(item);
+    return this.#t.getParsed(keyOf.snapshot(orgId, id), snapshotRecordSchema);
   }
 
   async listSnapshots(orgId: string, page: PageRequest): Promise<Page<SnapshotRecord>> {
@@ -775,7 +785,7 @@ export class DynamoDbStore implements Store {
     return this.#t.queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-        ExpressionAttributeValues: { ':pk': `ORG#${orgId}`, ':prefix': 'SNP#' },
+        ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': 'SNP#' },
         ...(after !== undefined && { ExclusiveStartKey: keyOf.snapshot(orgId, after) }),
       },
       page.limit,

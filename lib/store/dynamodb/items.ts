@@ -3,6 +3,7 @@ import type { Quota } from '../../schemas/tenancy.ts';
 import { type Usage, usageLimits } from '../../tenancy/quota.ts';
 import { dueKeyOf, indexedStatuses } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
+import { tableKeys } from './table.ts';
 
 /** Key builders: every item's key is prefixed by its owner so tenant reads are Queries. */
 export const keyOf = {
@@ -35,6 +36,15 @@ export const keyOf = {
 export const orgsParent = 'ORGS';
 export const keysParent = (orgId: string) => `ORG#${orgId}#KEYS`;
 
+/** An org's own partition (its sandboxes, snapshots, projects, usage...): queried with a sort-key prefix. */
+export const orgPartition = (orgId: string) => `ORG#${orgId}`;
+
+/** The index partitions of live sandboxes: by status (the sweep) and by pool (the reconciler). */
+export const indexKeyOf = {
+  byStatus: (status: string) => `STATUS#${status}`,
+  byPool: (pool: string) => `POOL#${pool}`,
+};
+
 /** Zero-padded so string order is numeric order. */
 export function seqKey(seq: number): string {
   return String(seq).padStart(12, '0');
@@ -46,8 +56,15 @@ export function sandboxItem(record: SandboxRecord): Record<string, unknown> {
   return {
     ...record,
     ...keyOf.sandbox(record.orgId, record.id),
-    ...(live && { GSI2PK: `STATUS#${record.status}`, GSI2SK: dueKeyOf(record) }),
-    ...(live && record.pool !== null && { GSI3PK: `POOL#${record.pool}`, GSI3SK: record.id }),
+    ...(live && {
+      [tableKeys.byStatus.partition]: indexKeyOf.byStatus(record.status),
+      [tableKeys.byStatus.sort]: dueKeyOf(record),
+    }),
+    ...(live &&
+      record.pool !== null && {
+        [tableKeys.byPool.partition]: indexKeyOf.byPool(record.pool),
+        [tableKeys.byPool.sort]: record.id,
+      }),
   };
 }
 

@@ -7,6 +7,7 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import type { z } from 'zod';
 import { ApiError } from '../../errors.ts';
 import { encodeCursor } from '../cursor.ts';
 import type { Page } from '../port.ts';
@@ -163,6 +164,15 @@ export class TableClient {
     );
     return result.Item;
   }
+  /** An item read consistently and parsed with its record's schema; undefined when there is none. */
+  async getParsed<S extends z.ZodType>(
+    key: Record<string, string>,
+    schema: S,
+  ): Promise<z.output<S> | undefined> {
+    const item = await this.get(key);
+    return item === undefined ? undefined : schema.parse(item);
+  }
+
   /**
    * Queries until `limit + 1` matching items are found (filters can thin pages) or the partition ends, so
    * `nextCursor` is null exactly when nothing follows.
