@@ -44,7 +44,7 @@ export interface ControlPlane extends ControlPlaneDeps {
 /** Wires the domain services from their ports. Functions and the local runtime both start here. */
 export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const sandboxes = new SandboxService(deps);
-  const tenancy = new Tenancy(deps.store, deps.now);
+  const tenancy = new Tenancy(deps);
   const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
   const poolAdmin = new PoolAdmin(deps);

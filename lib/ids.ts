@@ -19,6 +19,11 @@ export function newId(kind: IdKind): string {
   return `${idPrefixes[kind]}_${nextUlid()}`;
 }
 
+/** A bare ULID for internal names that are no API id (outbox records, linker names): time-ordered. */
+export function newUlid(): string {
+  return nextUlid();
+}
+
 const patterns = Object.fromEntries(
   Object.entries(idPrefixes).map(([kind, prefix]) => [kind, new RegExp(`^${prefix}_${ulidPattern}$`)]),
 ) as Record<IdKind, RegExp>;

@@ -92,7 +92,7 @@ export async function admit(
   if (never !== undefined) throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
   const template = request.template ?? null;
   const regions = request.placement?.regions ?? null;
-  await refuseWhatCannotRun(deps, {
+  refuseWhatCannotRun(deps, {
     capabilities,
     template,
     resources,
@@ -137,29 +137,16 @@ function profileOf(config: Config, name: string | undefined): Profile | undefine
 /**
  * Refuses at once what no permitted pool can ever run (capabilities, templates, limits, policy), so
  * the caller gets a 422 with each pool's reason instead of a sandbox that waits until it times out.
- * Health and room are left to the scheduler: they change.
+ * Health and room are left to the scheduler: they change. The registry was synced fresh by `admit`, so
+ * a pool or policy changed through another container moments ago already counts.
  */
-async function refuseWhatCannotRun(
-  deps: AdmissionDeps,
-  request: PlacementRequest,
-  fresh = false,
-): Promise<void> {
-  const states = poolStatesNow(deps.pools);
+function refuseWhatCannotRun(deps: AdmissionDeps, request: PlacementRequest): void {
   const { verdict, rejected } = place(
     request,
-    states,
-    {
-      policy: deps.pools.policy(),
-      classifications: deps.config.classifications,
-    },
+    poolStatesNow(deps.pools),
+    { policy: deps.pools.policy(), classifications: deps.config.classifications },
     { staticOnly: true },
   );
-  if ((verdict.kind === 'unsupported' || verdict.kind === 'never') && !fresh) {
-    // Before refusing: pools or the policy may have changed through another container moments ago.
-    await deps.pools.sync(true);
-    await refuseWhatCannotRun(deps, request, true);
-    return;
-  }
   if (verdict.kind === 'unsupported' || verdict.kind === 'never') {
     throw errors.unsupportedCapability(verdict.message, {
       rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),

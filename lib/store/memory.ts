@@ -245,7 +245,7 @@ export class MemoryStore implements Store {
       });
     }
     if (this.#sandboxes.has(sandbox.id)) throw errors.conflict(`sandbox ${sandbox.id} already exists`);
-    this.#applyUsage(sandbox, sandbox, {});
+    this.#applyUsage('new', sandbox, {});
     this.#sandboxes.set(sandbox.id, structuredClone(sandbox));
     this.#append(sandbox.orgId, audit);
     return { sandbox: structuredClone(sandbox), replayed: false };
@@ -403,10 +403,15 @@ export class MemoryStore implements Store {
     return this.#audit.get(orgId) ?? [];
   }
 
-  /** Checks then applies the usage change of a sandbox moving from `from` to `to`; throws before any write. */
-  #applyUsage(from: SandboxRecord, to: SandboxRecord, options: UpdateSandboxOptions): void {
-    const isNew = from === to;
-    const delta = usageDelta(isNew ? { status: 'queued', resources: to.resources, pool: null } : from, to);
+  /**
+   * Checks then applies the usage change of a sandbox moving from `from` to `to` (`'new'`: a sandbox
+   * being created, which held nothing); throws before any write.
+   */
+  #applyUsage(from: SandboxRecord | 'new', to: SandboxRecord, options: UpdateSandboxOptions): void {
+    const delta = usageDelta(
+      from === 'new' ? { status: 'queued', resources: to.resources, pool: null } : from,
+      to,
+    );
     const usage = this.#usage.get(to.orgId) ?? { ...zeroUsage };
     const org = this.#orgs.get(to.orgId);
     if (org !== undefined) {

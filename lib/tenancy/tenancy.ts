@@ -33,9 +33,9 @@ export class Tenancy {
   readonly #store: Store;
   readonly #now: () => Date;
 
-  constructor(store: Store, now: () => Date = () => new Date()) {
-    this.#store = store;
-    this.#now = now;
+  constructor(deps: { store: Store; now?: (() => Date) | undefined }) {
+    this.#store = deps.store;
+    this.#now = deps.now ?? (() => new Date());
   }
 
   async createOrg(input: z.infer<typeof createOrgSchema>, actor = 'admin'): Promise<OrgView> {

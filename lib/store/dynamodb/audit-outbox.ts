@@ -8,7 +8,7 @@ import {
   genesisHead,
 } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
-import { newId } from '../../ids.ts';
+import { newUlid } from '../../ids.ts';
 import { decodeCursor } from '../cursor.ts';
 import type { Page, PageRequest } from '../port.ts';
 import { auditEventSchema } from '../records.ts';
@@ -71,7 +71,7 @@ export class AuditOutbox {
   readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
   readonly #linking = new Map<string, Promise<void>>();
   /** This handle's name as a linker (one per container). */
-  readonly #linkerId = newId('key').slice(4);
+  readonly #linkerId = newUlid();
   readonly #linkAgain = new Set<string>();
 
   constructor(table: TableClient, stats: DynamoDbStoreStats, options: AuditOutboxOptions) {
@@ -292,7 +292,7 @@ export class AuditOutbox {
    * every other cancellation is the caller's to interpret.
    */
   async write(orgId: string, audit: AuditInput | undefined, build: () => Action[]): Promise<void> {
-    const outboxId = newId('key').slice(4);
+    const outboxId = newUlid();
     for (let attempt = 0; ; attempt++) {
       const actions = build();
       if (audit !== undefined) {
