@@ -56,6 +56,7 @@ import {
   type DynamoDbStoreStats,
   del,
   isConditionFailed,
+  onCanceled,
   put,
   TableClient,
 } from './table-client.ts';
@@ -152,10 +153,7 @@ export class DynamoDbStore implements Store {
         ),
         put('usage', usageItem(org.id, zeroUsage, org.quota), 'attribute_not_exists(PK)'),
       ])
-      .catch((error: unknown) => {
-        if (error instanceof Canceled) throw errors.conflict(`org ${org.id} already exists`);
-        throw error;
-      });
+      .catch(onCanceled(() => errors.conflict(`org ${org.id} already exists`)));
   }
 
   async getOrg(id: string): Promise<OrgRecord | undefined> {
@@ -189,12 +187,13 @@ export class DynamoDbStore implements Store {
           'attribute_not_exists(PK)',
         ),
       ])
-      .catch((error: unknown) => {
-        if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
-          throw errors.notFound('org', key.orgId);
-        if (error instanceof Canceled) throw errors.conflict(`key ${key.id} already exists`);
-        throw error;
-      });
+      .catch(
+        onCanceled((failed) =>
+          failed.has('org')
+            ? errors.notFound('org', key.orgId)
+            : errors.conflict(`key ${key.id} already exists`),
+        ),
+      );
   }
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
@@ -354,12 +353,13 @@ export class DynamoDbStore implements Store {
           'attribute_not_exists(PK)',
         ),
       ])
-      .catch((error: unknown) => {
-        if (error instanceof Canceled && error.failed.some((f) => f.label === 'org'))
-          throw errors.notFound('org', project.orgId);
-        if (error instanceof Canceled) throw errors.conflict(`project ${project.id} already exists`);
-        throw error;
-      });
+      .catch(
+        onCanceled((failed) =>
+          failed.has('org')
+            ? errors.notFound('org', project.orgId)
+            : errors.conflict(`project ${project.id} already exists`),
+        ),
+      );
   }
 
   async getProject(orgId: string, id: string): Promise<ProjectRecord | undefined> {
@@ -392,12 +392,13 @@ export class DynamoDbStore implements Store {
           mode === 'create' ? 'attribute_not_exists(PK)' : 'attribute_exists(PK)',
         ),
       ])
-      .catch((error: unknown) => {
-        if (error instanceof Canceled && mode === 'create')
-          throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
-        if (error instanceof Canceled) throw errors.notFound('pool', pool.name);
-        throw error;
-      });
+      .catch(
+        onCanceled(() =>
+          mode === 'create'
+            ? errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name })
+            : errors.notFound('pool', pool.name),
+        ),
+      );
   }
 
   async getPool(name: string): Promise<PoolRecord | undefined> {
@@ -411,10 +412,7 @@ export class DynamoDbStore implements Store {
   async deletePool(name: string, audit: AuditInput): Promise<void> {
     await this.#audit
       .write(installationChain, audit, () => [del('pool', keyOf.pool(name), 'attribute_exists(PK)')])
-      .catch((error: unknown) => {
-        if (error instanceof Canceled) throw errors.notFound('pool', name);
-        throw error;
-      });
+      .catch(onCanceled(() => errors.notFound('pool', name)));
     for (const key of [keyOf.poolView(name), keyOf.poolDown(name)]) {
       await this.#t.call((doc) => doc.send(new DeleteCommand({ TableName: this.#table, Key: key })));
     }

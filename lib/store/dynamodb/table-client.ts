@@ -52,6 +52,18 @@ export interface DynamoDbStoreStats {
   linkRetries: number;
 }
 
+/**
+ * A `.catch` handler for a write whose cancellation means something to the caller: a canceled
+ * transaction becomes the error `translate` picks from the labels of the actions that failed; any other
+ * error passes unchanged.
+ */
+export function onCanceled(translate: (failed: ReadonlySet<string>) => Error): (error: unknown) => never {
+  return (error) => {
+    if (error instanceof Canceled) throw translate(new Set(error.failed.map((f) => f.label)));
+    throw error;
+  };
+}
+
 /** A single (non-transaction) write refused by its condition. */
 export function isConditionFailed(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException;
