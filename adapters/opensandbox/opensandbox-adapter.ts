@@ -35,6 +35,7 @@ import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
+import { LineSplitter, linesOf } from '../httpx/lines.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
 
@@ -125,31 +126,6 @@ export function instanceStateOf(state: string, runtime: OpenSandboxConfig['runti
     default:
       // Pending, Pausing, Resuming, Stopping and states added later: in transition.
       return 'pending';
-  }
-}
-
-/**
- * Splits execd's output chunks into lines as they arrive; a final fragment without a newline gains one
- * when the command ends (the seeds' line-based event stream).
- */
-export class LineSplitter {
-  #pending = '';
-  readonly #emit: (line: string) => void;
-  constructor(emit: (line: string) => void) {
-    this.#emit = emit;
-  }
-  push(chunk: string): void {
-    this.#pending += chunk;
-    let newline = this.#pending.indexOf('\n');
-    while (newline >= 0) {
-      this.#emit(this.#pending.slice(0, newline + 1));
-      this.#pending = this.#pending.slice(newline + 1);
-      newline = this.#pending.indexOf('\n');
-    }
-  }
-  end(): void {
-    if (this.#pending !== '') this.#emit(`${this.#pending}\n`);
-    this.#pending = '';
   }
 }
 
@@ -577,22 +553,13 @@ export class OpenSandboxAdapter
       }
     };
     if (response.body === null) throw this.#http.unavailable('execd answered without a body');
-    const decoder = new TextDecoder();
-    let buffered = '';
-    for await (const chunk of response.body) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let newline = buffered.indexOf('\n');
-      while (newline >= 0) {
-        handle(buffered.slice(0, newline));
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf('\n');
-      }
+    for await (const line of linesOf(response.body)) {
+      handle(line);
       if (waits.length > 0) {
         await Promise.all(waits);
         waits = [];
       }
     }
-    handle(buffered);
     splitters.stdout.end();
     splitters.stderr.end();
     if (failure !== undefined) {

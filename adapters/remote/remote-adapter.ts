@@ -28,6 +28,7 @@ import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { maxDownloadBytes, maxJsonAnswerBytes, readBounded } from '../httpx/bounded-body.ts';
+import { linesOf } from '../httpx/lines.ts';
 import {
   capacitySchema,
   envelopeSchema,
@@ -138,8 +139,6 @@ export class RemoteAdapter
   async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
     const response = await this.#send('POST', `/instances/${enc(ref)}/exec?stream=1`, opts, req);
     if (response.body === null) throw this.#unavailable('the stream has no body');
-    const decoder = new TextDecoder();
-    let buffered = '';
     // A line's result: the exit code, or a promise to wait on before reading more (backpressure: the
     // plugin's stream is read no faster than our client reads ours).
     const handle = (line: string): number | Promise<void> | undefined => {
@@ -164,23 +163,12 @@ export class RemoteAdapter
       }
       return emit(event.data) ?? undefined;
     };
-    for await (const chunk of response.body) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let newline = buffered.indexOf('\n');
-      while (newline >= 0) {
-        const result = handle(buffered.slice(0, newline));
-        if (typeof result === 'number') return result;
-        buffered = buffered.slice(newline + 1);
-        if (result !== undefined) await result;
-        newline = buffered.indexOf('\n');
-      }
-      if (Buffer.byteLength(buffered) > maxStreamLineBytes) {
-        throw this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
-      }
+    const tooLong = () => this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
+    for await (const line of linesOf(response.body, { maxLineBytes: maxStreamLineBytes, tooLong })) {
+      const result = handle(line);
+      if (typeof result === 'number') return result;
+      if (result !== undefined) await result;
     }
-    const last = handle(buffered);
-    if (typeof last === 'number') return last;
-    if (last !== undefined) await last;
     throw this.#unavailable('the stream ended without its final event');
   }
 

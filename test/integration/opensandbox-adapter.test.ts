@@ -1,10 +1,10 @@
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeForStatus } from '../../adapters/httpx/http-client.ts';
+import { LineSplitter } from '../../adapters/httpx/lines.ts';
 import { shellQuote } from '../../adapters/httpx/shell-quote.ts';
 import {
   instanceStateOf,
-  LineSplitter,
   OpenSandboxAdapter,
   openSandboxConfigSchema,
 } from '../../adapters/opensandbox/opensandbox-adapter.ts';
