@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { ApiError, type ErrorCode, errors } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { maxJsonAnswerBytes, readBounded } from './bounded-body.ts';
+import { sleep } from './sleep.ts';
 
 export interface HttpClientOptions {
   /** Names the provider in messages: `opensandbox`, `daytona`, `freestyle`. */
@@ -108,7 +109,8 @@ export class HttpClient {
     const attempts = options.idempotent === true ? 1 + (this.#options.retries ?? 2) : 1;
     let last: unknown;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      // Backing off, but never past the caller's cancellation.
+      if (attempt > 0) await sleep(100 * 2 ** attempt, options.signal);
       try {
         const response = await this.#once(method, path, options);
         if (response.ok || options.accept?.includes(response.status)) return response;
