@@ -647,28 +647,30 @@ export class OpenSandboxAdapter
     if (action === 'resume') await this.#waitReady(ref, opts);
   }
 
+  /** docker pauses and resumes (the process frozen); kubernetes stops and starts (the rootfs committed). */
+  #requireRuntime(runtime: 'docker' | 'kubernetes', operation: string): void {
+    if (this.#config.runtime !== runtime)
+      throw adapterErrors.unsupported(operation, { runtime: this.#config.runtime });
+  }
+
   async pause(ref: string, opts?: CallOptions): Promise<void> {
-    if (this.#config.runtime !== 'docker')
-      throw adapterErrors.unsupported('pause', { runtime: this.#config.runtime });
+    this.#requireRuntime('docker', 'pause');
     await this.#transition(ref, 'pause', 'Paused', opts);
   }
 
   async resume(ref: string, opts?: CallOptions): Promise<void> {
-    if (this.#config.runtime !== 'docker')
-      throw adapterErrors.unsupported('resume', { runtime: this.#config.runtime });
+    this.#requireRuntime('docker', 'resume');
     await this.#transition(ref, 'resume', 'Running', opts);
   }
 
   /** Kubernetes runtime: a pause commits the root filesystem and frees the pod; resume recreates it. */
   async stop(ref: string, opts?: CallOptions): Promise<void> {
-    if (this.#config.runtime !== 'kubernetes')
-      throw adapterErrors.unsupported('stop', { runtime: this.#config.runtime });
+    this.#requireRuntime('kubernetes', 'stop');
     await this.#transition(ref, 'pause', 'Paused', opts);
   }
 
   async start(ref: string, opts?: CallOptions): Promise<void> {
-    if (this.#config.runtime !== 'kubernetes')
-      throw adapterErrors.unsupported('start', { runtime: this.#config.runtime });
+    this.#requireRuntime('kubernetes', 'start');
     await this.#transition(ref, 'resume', 'Running', opts);
   }
 

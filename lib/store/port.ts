@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
-import { isSettledWithInstance } from '../sandboxes/state.ts';
+import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import type { Usage } from '../tenancy/quota.ts';
 import type {
@@ -194,18 +194,9 @@ export function isWaiting(status: SandboxStatus): boolean {
 }
 
 /** Statuses the status index holds; terminal ones leave it so it only grows with live work. */
-export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set([
-  'queued',
-  'provisioning',
-  'running',
-  'stopped',
-  'paused',
-  'stopping',
-  'starting',
-  'pausing',
-  'resuming',
-  'terminating',
-]);
+export const indexedStatuses: ReadonlySet<SandboxStatus> = new Set(
+  sandboxStatuses.filter((status) => !isTerminal(status)),
+);
 
 /**
  * When a live sandbox next needs the sweep's attention: its expiry while it holds an instance (running,
