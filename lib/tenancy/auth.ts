@@ -76,10 +76,3 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
     },
   };
 }
-
-export function requireOrg(principal: Principal): OrgPrincipal {
-  if (principal.kind !== 'org') {
-    throw errors.forbidden('this route acts for an organization: use an organization key, not the admin key');
-  }
-  return principal;
-}
