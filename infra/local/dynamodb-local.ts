@@ -1,13 +1,34 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 
 export interface DynamoDbLocal {
   endpoint: string;
+  /** Where the tables are kept between runs; undefined when in memory. */
+  dataDir: string | undefined;
   stop(): Promise<void>;
 }
+
+export interface DynamoDbLocalOptions {
+  /**
+   * Keep the tables in this folder (created if missing), so a restart finds them again. Without it the
+   * tables live in memory and end with the process.
+   */
+  dataDir?: string;
+}
+
+/**
+ * Runs java under a shell that watches its stdin: the runtime holds the other end of that pipe, so when
+ * the runtime ends in any way (a clean stop closes it; a crash or kill -9 closes it with the process),
+ * the shell kills java. No DynamoDB Local outlives the process that started it.
+ */
+// (A background job's stdin is /dev/null in sh, hence the copy of stdin on fd 3.)
+const watchdog =
+  'exec 3<&0; java "$@" </dev/null & pid=$!; (cat <&3 >/dev/null; kill $pid 2>/dev/null) & wait $pid';
 
 export const javaInstallHint =
   'DynamoDB Local needs Java 17 or later on PATH: on Debian or Ubuntu run `apt-get update && apt-get install -y openjdk-17-jre-headless`; elsewhere install any JDK 17+';
@@ -31,28 +52,36 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Starts DynamoDB Local in memory on a free loopback port and waits until it answers. Fails fast, with
- * the install hint, when Java is missing.
+ * Starts DynamoDB Local on a free loopback port, in memory or on disk (`dataDir`), with its telemetry
+ * off, and waits until it answers. Fails fast, with the install hint, when Java is missing.
  */
-export async function startDynamoDbLocal(): Promise<DynamoDbLocal> {
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   if (spawnSync('java', ['-version']).error !== undefined) throw new Error(javaInstallHint);
   const dir = emulatorDir();
   const port = await freePort();
+  if (options.dataDir !== undefined) mkdirSync(options.dataDir, { recursive: true });
+  // Its working folder: DynamoDB Local writes a metadata file there, which belongs with the data (or in
+  // a temporary folder), never in the caller's checkout.
+  const cwd = options.dataDir ?? mkdtempSync(join(tmpdir(), 'dynamodb-local-'));
   const child: ChildProcess = spawn(
-    'java',
+    'sh',
     [
+      '-c',
+      watchdog,
+      'sh',
       `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
       '-Xmx1g',
       '-jar',
       join(dir, 'DynamoDBLocal.jar'),
-      '-inMemory',
+      ...(options.dataDir === undefined ? ['-inMemory'] : ['-dbPath', options.dataDir]),
       // One database whatever the caller's credentials and region: functions run by SAM sign with the
       // operator's own, the local runtime with fixed ones, and both must see the same table.
       '-sharedDb',
+      '-disableTelemetry',
       '-port',
       String(port),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['pipe', 'pipe', 'pipe'], cwd },
   );
   let output = '';
   child.stdout?.on('data', (data: Buffer) => {
@@ -81,16 +110,19 @@ export async function startDynamoDbLocal(): Promise<DynamoDbLocal> {
       }
     }
   } catch (error) {
-    child.kill('SIGKILL');
+    child.stdin?.end();
+    await exited;
     throw error;
   } finally {
     client.destroy();
   }
   return {
     endpoint,
+    dataDir: options.dataDir,
     async stop() {
       if (child.exitCode === null) {
-        child.kill('SIGTERM');
+        // Closing the watchdog's stdin ends java, then the shell.
+        child.stdin?.end();
         await exited;
       }
     },

@@ -1,4 +1,6 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { env } from '../../functions/environment.ts';
 import { parseConfigText } from '../../lib/config.ts';
@@ -13,6 +15,9 @@ const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dy
   --port N         HTTP port on 127.0.0.1 (default: $PORT or 8080)
   --store KIND     memory (default) or dynamodb: DynamoDB Local (needs Java 17+), started here unless
                    AWS_ENDPOINT_URL_DYNAMODB names a running one
+  --data-dir DIR   with --store dynamodb: where its tables (and the admin key) are kept across restarts
+                   (default .differently/dynamodb); unfinished work is requeued at start
+  --in-memory      with --store dynamodb: keep nothing after a stop
   --sam-env FILE   with --store dynamodb: write the --env-vars file for sam local invoke (docs/local-testing.md)
   --sam-host HOST  the host name SAM's containers reach this machine by (default 127.0.0.1, for
                    --docker-network host; host.docker.internal on Docker Desktop)
@@ -22,6 +27,21 @@ const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dy
 
 Environment: ${env.adminKey} sets the bootstrap admin key (otherwise one is generated and printed).`;
 
+/** Where `--store dynamodb` keeps its tables by default: beside the project, ignored by git. */
+const defaultDataDir = '.differently/dynamodb';
+
+/** The admin key kept in the data folder (made on first use); none without a data folder. */
+async function lastingAdminKey(dataDir: string | undefined): Promise<string | undefined> {
+  if (dataDir === undefined) return undefined;
+  const file = join(dataDir, 'admin-key');
+  const kept = await readFile(file, 'utf8').catch(() => '');
+  if (kept.trim().length >= 16) return kept.trim();
+  await mkdir(dataDir, { recursive: true });
+  const key = `dadm_${randomBytes(24).toString('base64url')}`;
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -29,6 +49,8 @@ async function main(): Promise<void> {
       port: { type: 'string' },
       store: { type: 'string', default: 'memory' },
       containers: { type: 'string', default: '2' },
+      'data-dir': { type: 'string' },
+      'in-memory': { type: 'boolean' },
       'sam-env': { type: 'string' },
       'sam-host': { type: 'string', default: '127.0.0.1' },
       help: { type: 'boolean' },
@@ -56,19 +78,36 @@ async function main(): Promise<void> {
     throw new Error(
       '--sam-env needs --store dynamodb: functions run by SAM share the table, not this process',
     );
-  const fromEnv = process.env[env.adminKey];
   // The AWS SDK's own setting: an already running DynamoDB Local instead of starting one.
   const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
+  const external = endpoint !== undefined && endpoint !== '';
+  // DynamoDB Local started here keeps its tables on disk unless asked not to.
+  const dataDir =
+    values.store === 'dynamodb' && !external && values['in-memory'] !== true
+      ? resolve(values['data-dir'] ?? defaultDataDir)
+      : undefined;
+  const fromEnv = process.env[env.adminKey];
+  // With data that lasts, so does the admin key (kept beside the data, readable by this user only).
+  const adminKey = fromEnv !== undefined && fromEnv !== '' ? fromEnv : await lastingAdminKey(dataDir);
   const runtime = await startLocalRuntime({
     config,
     port,
     storeKind: values.store,
     containers,
-    ...(endpoint !== undefined && endpoint !== '' && { dynamodbEndpoint: endpoint }),
+    ...(external && { dynamodbEndpoint: endpoint }),
+    ...(dataDir !== undefined && { dataDir }),
     log: consoleLog(),
-    ...(fromEnv !== undefined && fromEnv !== '' && { adminKey: fromEnv }),
+    ...(adminKey !== undefined && { adminKey }),
   });
   const keyLine = fromEnv ? `(from ${env.adminKey})` : runtime.adminKey;
+  const storeLine =
+    values.store === 'memory'
+      ? 'memory (nothing is kept after a stop)'
+      : external
+        ? `dynamodb at ${endpoint}`
+        : dataDir === undefined
+          ? 'dynamodb, in memory (--in-memory: nothing is kept after a stop)'
+          : `dynamodb, data in ${dataDir} (kept across restarts; --in-memory to keep nothing)`;
   const samEnvFile = values['sam-env'];
   if (samEnvFile !== undefined && runtime.table !== undefined) {
     const services = {
@@ -93,7 +132,7 @@ async function main(): Promise<void> {
       `Differently is running at ${runtime.url}`,
       `  admin key: ${keyLine}`,
       `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
-      `  store:     ${values.store}`,
+      `  store:     ${storeLine}`,
       `  functions: ${containers} simulated Lambda containers each; API Gateway's 29 s and Lambda's 6 MB enforced`,
       ...(samEnvFile === undefined
         ? []

@@ -31,6 +31,7 @@ import { type Log, silentLog } from '../../lib/log.ts';
 import { type QueueName, queueNames, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
+import { requeueUnfinished } from '../../lib/scheduler/sweep.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
@@ -60,7 +61,10 @@ async function localStore(
     const memory = new MemoryStore({ onLinking });
     return { store: () => memory, stop: async () => {} };
   }
-  const emulator = options.dynamodbEndpoint === undefined ? await startDynamoDbLocal() : undefined;
+  const emulator =
+    options.dynamodbEndpoint === undefined
+      ? await startDynamoDbLocal(options.dataDir === undefined ? {} : { dataDir: options.dataDir })
+      : undefined;
   const endpoint = options.dynamodbEndpoint ?? emulator?.endpoint ?? '';
   const tableName = 'differently';
   const clients: ReturnType<typeof localDynamoDbClient>[] = [localDynamoDbClient(endpoint)];
@@ -118,6 +122,11 @@ export interface LocalRuntimeOptions {
    */
   storeKind?: 'memory' | 'dynamodb';
   dynamodbEndpoint?: string;
+  /**
+   * With the dynamodb store and no endpoint: keep DynamoDB Local's tables in this folder, so a restart
+   * finds orgs, keys and sandboxes again (and requeues their unfinished work at once). Unset: in memory.
+   */
+  dataDir?: string;
   /** 0 picks a free port. */
   port?: number;
   adminKey?: string;
@@ -304,6 +313,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     );
   let pollers = makePollers();
   for (const poller of pollers) poller.start();
+  // The table outlived the last run, its queues did not: what was under way is asked for again now.
+  if (options.dataDir !== undefined && options.dynamodbEndpoint === undefined) await requeueUnfinished(plane);
   const timers: ScheduleTimer[] = [];
   const scheduled: Record<'sweep' | 'reconcile' | 'poolRefresh', FunctionContainers<ScheduledHandler>> = {
     sweep: functions.sweep,

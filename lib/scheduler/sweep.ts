@@ -41,13 +41,8 @@ export interface SweepReport {
 const pageSize = 100;
 const system = actors.system;
 
-/**
- * The sweep: what a serverless control plane needs beyond the reconciler. Expiry is exact to the
- * sweep's interval and reads the store's due-time index, never DynamoDB TTL deletion.
- */
-export async function sweep(deps: SweepDeps): Promise<SweepReport> {
-  const now = deps.now?.() ?? new Date();
-  const report: SweepReport = {
+function emptyReport(): SweepReport {
+  return {
     expired: 0,
     requeuedProvisions: 0,
     requeuedTerminations: 0,
@@ -57,6 +52,15 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     deadLetteredOperations: 0,
     skipped: 0,
   };
+}
+
+/**
+ * The sweep: what a serverless control plane needs beyond the reconciler. Expiry is exact to the
+ * sweep's interval and reads the store's due-time index, never DynamoDB TTL deletion.
+ */
+export async function sweep(deps: SweepDeps): Promise<SweepReport> {
+  const now = deps.now?.() ?? new Date();
+  const report = emptyReport();
 
   for (const status of settledWithInstance) {
     await forEachDue(
@@ -79,11 +83,45 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     );
   }
 
-  const lostBefore = new Date(now.getTime() - deps.config.scheduler.lostMessageSeconds * 1000);
+  const { lostMessageSeconds, stuckTerminationSeconds, operationTimeoutSeconds } = deps.config.scheduler;
+  const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000);
+  await requeueLost(
+    deps,
+    now,
+    {
+      queued: ago(lostMessageSeconds),
+      terminating: ago(stuckTerminationSeconds),
+      // A transitional status outlasting the worker's own limit lost its message (the API stopped between
+      // writing the record and queueing it): the worker is asked again, and its call is idempotent.
+      transitional: ago(operationTimeoutSeconds + lostMessageSeconds),
+    },
+    report,
+  );
+
+  if (deps.deadLetters !== undefined) await drainDeadLetters(deps, deps.deadLetters, now, report);
+  await linkPendingAudit(deps);
+  deps.log.info('sweep done', { ...report });
+  return report;
+}
+
+/** The last updates before which a waiting sandbox's message counts as lost, per kind of wait. */
+interface LostBefore {
+  queued: Date;
+  terminating: Date;
+  transitional: Date;
+}
+
+/** Sends again the message of each sandbox idle in its status since before its threshold. */
+async function requeueLost(
+  deps: SweepDeps,
+  now: Date,
+  before: LostBefore,
+  report: SweepReport,
+): Promise<void> {
   await forEachDue(
     deps,
     'queued',
-    lostBefore,
+    before.queued,
     async (record) => {
       await touch(deps, record, now);
       await send(deps, 'provision', record);
@@ -91,12 +129,10 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     },
     report,
   );
-
-  const stuckBefore = new Date(now.getTime() - deps.config.scheduler.stuckTerminationSeconds * 1000);
   await forEachDue(
     deps,
     'terminating',
-    stuckBefore,
+    before.terminating,
     async (record) => {
       await touch(deps, record, now);
       await send(deps, 'terminate', record);
@@ -104,16 +140,11 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
     },
     report,
   );
-
-  // A transitional status outlasting the worker's own limit lost its message (the API stopped between
-  // writing the record and queueing it): the worker is asked again, and its call is idempotent.
-  const { operationTimeoutSeconds, lostMessageSeconds } = deps.config.scheduler;
-  const idleBefore = new Date(now.getTime() - (operationTimeoutSeconds + lostMessageSeconds) * 1000);
   for (const status of transitionalStatuses) {
     await forEachDue(
       deps,
       status,
-      idleBefore,
+      before.transitional,
       async (record) => {
         await touch(deps, record, now);
         await deps.queue.send('operations', {
@@ -126,10 +157,26 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
       report,
     );
   }
+}
 
-  if (deps.deadLetters !== undefined) await drainDeadLetters(deps, deps.deadLetters, now, report);
-  await linkPendingAudit(deps);
-  deps.log.info('sweep done', { ...report });
+/**
+ * After a restart that lost the queues' messages (the local runtime's queues live in memory; its table
+ * may be on disk): every queued, terminating and transitional sandbox is asked for again at once,
+ * instead of after the sweep's lost-message thresholds. Every worker's call is idempotent, so a message
+ * that did survive only means a second look.
+ */
+export async function requeueUnfinished(deps: SweepDeps): Promise<SweepReport> {
+  const now = deps.now?.() ?? new Date();
+  const report = emptyReport();
+  // Later than any update (and still a four-digit year: due times compare as ISO strings).
+  const everything = new Date('9999-12-31T23:59:59.999Z');
+  await requeueLost(
+    deps,
+    now,
+    { queued: everything, terminating: everything, transitional: everything },
+    report,
+  );
+  deps.log.info('unfinished work requeued after a restart', { ...report });
   return report;
 }
 
