@@ -24,6 +24,8 @@ interface AdapterKind<S extends z.ZodType> {
   runs: 'dev-only' | 'external' | 'operator';
   /** The backend reports no capacity of its own: without maxConcurrency a pool takes whatever it is offered. */
   unboundedCapacity?: true;
+  /** A vendor's API that answers nothing without a key: a pool without `credentials` is refused. */
+  needsCredentials?: true;
 }
 
 const kind = <S extends z.ZodType>(facts: AdapterKind<S>) => facts;
@@ -58,11 +60,13 @@ export const adapterKinds = {
     configSchema: daytonaConfigSchema,
     build: (config, _pool, credential) => new DaytonaAdapter(config, credential),
     runs: 'external',
+    needsCredentials: true,
   }),
   freestyle: kind({
     configSchema: freestyleConfigSchema,
     build: (config, _pool, credential) => new FreestyleAdapter(config, credential),
     runs: 'external',
+    needsCredentials: true,
   }),
 } as const;
 
@@ -77,7 +81,7 @@ export function adapterKind(name: string): (typeof adapterKinds)[AdapterKindName
 
 /** A problem the registry finds with a pool: the field at fault and what is wrong with it. */
 export interface PoolKindProblem {
-  field: 'adapter' | 'config';
+  field: 'adapter' | 'config' | 'credentials';
   message: string;
 }
 
@@ -95,6 +99,11 @@ export function poolKindProblems(pool: PoolSpec, devMode: boolean): PoolKindProb
   const parsed = facts.configSchema.safeParse(pool.config);
   if (!parsed.success)
     problems.push({ field: 'config', message: `config is not valid: ${formatIssues(parsed.error.issues)}` });
+  if ('needsCredentials' in facts && pool.credentials === undefined)
+    problems.push({
+      field: 'credentials',
+      message: `the ${pool.adapter} adapter needs credentials (a reference to its API key: {"env": "NAME"} or {"secretArn": "arn:..."})`,
+    });
   return problems;
 }
 
@@ -106,9 +115,9 @@ export function poolKindProblems(pool: PoolSpec, devMode: boolean): PoolKindProb
 export function poolConfigProblems(config: Config): string[] {
   return config.pools.flatMap((pool, index) =>
     poolKindProblems(pool, config.devMode).map((problem) =>
-      problem.field === 'adapter'
-        ? `pools[${index}].adapter: ${problem.message}`
-        : `pool ${pool.name}: ${problem.message}`,
+      problem.field === 'config'
+        ? `pool ${pool.name}: ${problem.message}`
+        : `pools[${index}].${problem.field}: ${problem.message}`,
     ),
   );
 }

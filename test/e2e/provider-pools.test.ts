@@ -18,6 +18,9 @@ describe('provider pools end to end', () => {
 
   beforeAll(async () => {
     process.env.POOL_CREDENTIAL_OS = 'os-e2e-key-0123456789';
+    // The Daytona and Freestyle fakes take any key; their pools must name one.
+    process.env.POOL_CREDENTIAL_DTN = 'dtn-e2e-key-0123456789';
+    process.env.POOL_CREDENTIAL_FS = 'fs-e2e-key-0123456789';
     await Promise.all(Object.values(fakes).map((fake) => fake.start()));
     e = await startE2e();
     admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey });
@@ -28,6 +31,8 @@ describe('provider pools end to end', () => {
     await e?.stop();
     await Promise.all(Object.values(fakes).map((fake) => fake.stop()));
     delete process.env.POOL_CREDENTIAL_OS;
+    delete process.env.POOL_CREDENTIAL_DTN;
+    delete process.env.POOL_CREDENTIAL_FS;
   });
 
   it('runs a sandbox on an OpenSandbox pool: create, exec, files, snapshot, restore, delete', async () => {
@@ -80,11 +85,13 @@ describe('provider pools end to end', () => {
       adapter: 'daytona',
       trust: 'private',
       config: { apiURL: `${fakes.daytona.url}/api`, pollIntervalMs: 10 },
+      credentials: { env: 'POOL_CREDENTIAL_DTN' },
     });
     const freestyle = await admin.admin.createPool({
       name: 'fs',
       adapter: 'freestyle',
       config: { apiURL: fakes.freestyle.url, pollIntervalMs: 10 },
+      credentials: { env: 'POOL_CREDENTIAL_FS' },
     });
     expect([daytona.trust, freestyle.trust]).toEqual(['external', 'external']);
     const refused = await e.api.post('/v1/sandboxes', e.key, { placement: { allowedPools: ['dtn'] } });
@@ -122,5 +129,13 @@ describe('provider pools end to end', () => {
     await expect(
       admin.admin.createPool({ name: 'bad-fs', adapter: 'freestyle', config: { egress: 'sometimes' } }),
     ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/egress/) });
+    // A vendor pool without its key would probe the vendor's public API with none: refused.
+    await expect(
+      admin.admin.createPool({
+        name: 'keyless',
+        adapter: 'daytona',
+        config: { apiURL: `${fakes.daytona.url}/api` },
+      }),
+    ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/needs credentials/) });
   });
 });

@@ -70,6 +70,8 @@ afterEach(async () => {
   for (const each of started.splice(0).reverse()) await each.stop();
   delete process.env.FIDELITY_TOKEN;
   delete process.env.FIDELITY_OS_KEY;
+  delete process.env.FIDELITY_DTN_KEY;
+  delete process.env.FIDELITY_FS_KEY;
 });
 
 async function setup(
@@ -431,6 +433,9 @@ describe('API Gateway and Lambda limits', () => {
       stop: async () => void (await Promise.all(Object.values(fakes).map((fake) => fake.stop()))),
     });
     process.env.FIDELITY_OS_KEY = 'os-fidelity-key-0123456789';
+    // The Daytona and Freestyle fakes take any key; their pools must name one.
+    process.env.FIDELITY_DTN_KEY = 'dtn-fidelity-key-0123456789';
+    process.env.FIDELITY_FS_KEY = 'fs-fidelity-key-0123456789';
     const s = await setup({
       pools: [
         {
@@ -440,8 +445,18 @@ describe('API Gateway and Lambda limits', () => {
           config: { apiURL: fakes.os.url, pollIntervalMs: 10 },
           credentials: { env: 'FIDELITY_OS_KEY' },
         },
-        { name: 'dtn', adapter: 'daytona', config: { apiURL: `${fakes.dtn.url}/api`, pollIntervalMs: 10 } },
-        { name: 'fs', adapter: 'freestyle', config: { apiURL: fakes.fs.url, pollIntervalMs: 10 } },
+        {
+          name: 'dtn',
+          adapter: 'daytona',
+          config: { apiURL: `${fakes.dtn.url}/api`, pollIntervalMs: 10 },
+          credentials: { env: 'FIDELITY_DTN_KEY' },
+        },
+        {
+          name: 'fs',
+          adapter: 'freestyle',
+          config: { apiURL: fakes.fs.url, pollIntervalMs: 10 },
+          credentials: { env: 'FIDELITY_FS_KEY' },
+        },
       ],
       policy: { allowExternal: true, externalPools: ['dtn', 'fs'] },
     });

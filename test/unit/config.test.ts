@@ -47,6 +47,14 @@ describe('config', () => {
     );
   });
 
+  it('refuses a vendor pool without credentials, naming the field', () => {
+    expect(
+      problem({
+        pools: [{ name: 'dtn', adapter: 'daytona', config: { apiURL: 'https://app.daytona.io/api' } }],
+      }),
+    ).toMatch(/pools\[0\]\.credentials: the daytona adapter needs credentials/);
+  });
+
   it('refuses duplicate pool names', () => {
     expect(
       problem({
