@@ -47,6 +47,24 @@ const commands: Record<string, Command> = {
   preflight,
 };
 
+/**
+ * The help for `differently <group> <action> --help`: the group's usage lines for that action (with their
+ * continuation lines); the whole group's usage when the action names none of them.
+ */
+function usageOf(command: Command, group: string, action: string | undefined): string {
+  if (action === undefined || command.argumentFirst === true) return command.usage;
+  const lines = command.usage.split('\n');
+  const picked: string[] = [];
+  let taking = false;
+  for (const line of lines) {
+    const usageLine = /^\s*(Usage: )?differently /.test(line);
+    if (usageLine) taking = new RegExp(`differently ${group} (\\S*\\|)?${action}(\\||\\s|$)`).test(line);
+    else if (!/^\s{6,}/.test(line)) taking = false;
+    if (taking) picked.push(line.replace(/^\s+/, (space) => (space.length >= 6 ? space : '  ')));
+  }
+  return picked.length === 0 ? command.usage : `Usage:\n${picked.join('\n')}`;
+}
+
 /** Parses the arguments and runs the command; the exit code. Errors are the caller's to print (`run`). */
 async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const dash = argv.indexOf('--');
@@ -59,7 +77,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const [group = '', word, ...rest] = positionals;
   const command = Object.hasOwn(commands, group) ? commands[group] : undefined;
   if (values.help === true || command === undefined) {
-    io.stdout.write(`${command?.usage ?? overview}\n`);
+    io.stdout.write(`${command === undefined ? overview : usageOf(command, group, word)}\n`);
     return values.help === true || group === '' ? 0 : 2;
   }
   const action = command.argumentFirst === true ? '' : (word ?? '');

@@ -22,6 +22,11 @@ export const cliOptions = {
   file: { type: 'string' },
   'allow-external': { type: 'boolean' },
   'external-pool': { type: 'string', multiple: true },
+  cpu: { type: 'string' },
+  memory: { type: 'string' },
+  disk: { type: 'string' },
+  profile: { type: 'string' },
+  'from-snapshot': { type: 'string' },
 } as const;
 
 export interface CliOptions {
@@ -47,4 +52,9 @@ export interface CliOptions {
   file?: string;
   'allow-external'?: boolean;
   'external-pool'?: string[];
+  cpu?: string;
+  memory?: string;
+  disk?: string;
+  profile?: string;
+  'from-snapshot'?: string;
 }

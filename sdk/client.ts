@@ -58,6 +58,25 @@ export interface ClientOptions {
 
 const envelope = errorEnvelopeSchema;
 
+/** How a wait runs: its bound, its polling interval, and who hears of each change it sees. */
+export interface WaitOptions<T> {
+  /** Give up after this long with a `timeout` error naming the last status and why it waits. */
+  timeoutMs?: number;
+  intervalMs?: number;
+  /** Called with the first record read and again each time its status or statusMessage changes. */
+  onProgress?: (current: T) => void;
+}
+
+/** Calls `onProgress` with a record only when its state (as `key` says it) differs from the last one. */
+function changes<T>(onProgress: ((current: T) => void) | undefined) {
+  let last: string | undefined;
+  return (current: T, key: string) => {
+    if (key === last) return;
+    last = key;
+    onProgress?.(current);
+  };
+}
+
 interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -124,13 +143,12 @@ export class DifferentlyClient {
   }
 
   /** Waits until the sandbox runs; throws if it fails, is terminated, or the time runs out. */
-  async waitUntilRunning(
-    id: string,
-    options: { timeoutMs?: number; intervalMs?: number } = {},
-  ): Promise<SandboxView> {
+  async waitUntilRunning(id: string, options: WaitOptions<SandboxView> = {}): Promise<SandboxView> {
     const deadline = Date.now() + (options.timeoutMs ?? 300_000);
+    const seen = changes(options.onProgress);
     for (;;) {
       const sandbox = await this.getSandbox(id);
+      seen(sandbox, `${sandbox.status}|${sandbox.statusMessage ?? ''}`);
       if (sandbox.status === 'running') return sandbox;
       if (
         sandbox.status === 'failed' ||
@@ -150,9 +168,10 @@ export class DifferentlyClient {
         throw new DifferentlyError(
           408,
           'timeout',
-          `sandbox ${id} was not running in time (last: ${sandbox.status})`,
+          `sandbox ${id} was not running in time (last: ${sandbox.status}${sandbox.statusMessage === null ? '' : `: ${sandbox.statusMessage}`})`,
           {
             status: sandbox.status,
+            ...(sandbox.waitingFor !== null && { waitingFor: sandbox.waitingFor }),
           },
         );
       }
@@ -165,13 +184,12 @@ export class DifferentlyClient {
    * `starting`, `pausing` or `resuming`) and returns the settled sandbox. Throws the operation's own
    * error when the backend refused it (the sandbox is then back in the status it had).
    */
-  async waitUntilSettled(
-    id: string,
-    options: { timeoutMs?: number; intervalMs?: number } = {},
-  ): Promise<SandboxView> {
+  async waitUntilSettled(id: string, options: WaitOptions<SandboxView> = {}): Promise<SandboxView> {
     const deadline = Date.now() + (options.timeoutMs ?? 900_000);
+    const seen = changes(options.onProgress);
     for (;;) {
       const sandbox = await this.getSandbox(id);
+      seen(sandbox, `${sandbox.status}|${sandbox.statusMessage ?? ''}`);
       if (!transitionalStatuses.includes(sandbox.status)) {
         const operation = sandbox.operation;
         if (operation?.state === 'failed' && operation.error !== null) {
@@ -192,13 +210,12 @@ export class DifferentlyClient {
   }
 
   /** Waits until a snapshot is ready; throws if it failed (with its reason) or the time runs out. */
-  async waitUntilSnapshotReady(
-    id: string,
-    options: { timeoutMs?: number; intervalMs?: number } = {},
-  ): Promise<Snapshot> {
+  async waitUntilSnapshotReady(id: string, options: WaitOptions<Snapshot> = {}): Promise<Snapshot> {
     const deadline = Date.now() + (options.timeoutMs ?? 900_000);
+    const seen = changes(options.onProgress);
     for (;;) {
       const snapshot = await this.getSnapshot(id);
+      seen(snapshot, `${snapshot.status}|${snapshot.statusMessage ?? ''}`);
       if (snapshot.status === 'ready') return snapshot;
       if (snapshot.status === 'failed') {
         throw new DifferentlyError(503, 'provider_unavailable', snapshot.statusMessage ?? 'snapshot failed', {

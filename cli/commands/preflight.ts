@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { type Command, UsageError } from '../context.ts';
 
 export const preflight: Command = {
-  usage: `Usage: differently preflight --config FILE
+  usage: `Usage: differently preflight --config FILE [--json]
 Validates the config (each pool's adapter settings too) and checks that every pool's credential reference resolves here
 (environment variables; Secrets Manager references are listed, not read). Names each failure.`,
   actions: {
@@ -16,46 +16,54 @@ Validates the config (each pool's adapter settings too) and checks that every po
         import('../../lib/config.ts'),
         import('../../lib/pools/credentials.ts'),
       ]);
+      // Every finding, in order: printed as lines, or as one JSON document with --json.
+      const problems: string[] = [];
+      const notes: string[] = [];
+      const finish = (pools: number | undefined): number => {
+        const ok = problems.length === 0;
+        if (ctx.values.json === true) {
+          io.stdout.write(
+            `${JSON.stringify({ config: path, ok, pools: pools ?? null, problems, notes }, null, 2)}\n`,
+          );
+        } else {
+          for (const note of notes) io.stdout.write(`${note}\n`);
+          for (const problem of problems) io.stderr.write(`error: ${problem}\n`);
+          io.stdout.write(ok ? `${path}: ok (${pools} pools)\n` : `${path}: ${problems.length} failure(s)\n`);
+        }
+        return ok ? 0 : 1;
+      };
       let text: string;
       try {
         text = await readFile(path, 'utf8');
       } catch {
-        io.stderr.write(`error: cannot read ${path}\n`);
-        return 1;
+        problems.push(`cannot read ${path}`);
+        return finish(undefined);
       }
-      let failures = 0;
       let config: ReturnType<typeof parseConfigText>;
       try {
         config = parseConfigText(text, path);
       } catch (error) {
-        io.stderr.write(`error: ${(error as Error).message}\n`);
-        return 1;
+        problems.push((error as Error).message);
+        return finish(undefined);
       }
-      for (const problem of poolConfigProblems(config)) {
-        failures++;
-        io.stderr.write(`error: ${problem}\n`);
-      }
+      problems.push(...poolConfigProblems(config));
       const resolve = credentialResolver();
       for (const pool of config.pools) {
         if (pool.credentials === undefined) continue;
         if ('secretArn' in pool.credentials) {
-          io.stdout.write(
-            `pool ${pool.name}: credentials in ${pool.credentials.secretArn} (checked at deploy, not here)\n`,
+          notes.push(
+            `pool ${pool.name}: credentials in ${pool.credentials.secretArn} (checked at deploy, not here)`,
           );
           continue;
         }
         try {
           await resolve(pool.credentials, pool.name);
-          io.stdout.write(`pool ${pool.name}: credentials.env ${pool.credentials.env} resolves\n`);
+          notes.push(`pool ${pool.name}: credentials.env ${pool.credentials.env} resolves`);
         } catch (error) {
-          failures++;
-          io.stderr.write(`error: ${(error as Error).message}\n`);
+          problems.push((error as Error).message);
         }
       }
-      io.stdout.write(
-        failures === 0 ? `${path}: ok (${config.pools.length} pools)\n` : `${path}: ${failures} failure(s)\n`,
-      );
-      return failures === 0 ? 0 : 1;
+      return finish(config.pools.length);
     },
   },
 };

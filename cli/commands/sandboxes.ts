@@ -1,16 +1,50 @@
 import type { SandboxView } from '../../sdk/index.ts';
-import { type Command, type CommandContext, table } from '../context.ts';
+import { type Command, type CommandContext, table, UsageError } from '../context.ts';
 
 export const sandboxColumns = ['id', 'status', 'pool', 'statusMessage'];
 
-/** Waits until a queued sandbox runs, showing progress on a terminal. */
+/** `--timeout SECONDS` as a wait's bound (default: the SDK's). */
+export function waitBound(ctx: CommandContext): { timeoutMs?: number } {
+  if (ctx.values.timeout === undefined) return {};
+  const seconds = Number(ctx.values.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError('--timeout takes a number of seconds');
+  return { timeoutMs: seconds * 1000 };
+}
+
+/** One stderr line per change a wait sees: the status, and why it waits when it does. */
+export function progressLine(sandbox: SandboxView): string {
+  const why = sandbox.waitingFor === null ? '' : ` (waiting for ${sandbox.waitingFor})`;
+  return `${sandbox.id}: ${sandbox.status}${why}${sandbox.statusMessage === null ? '' : `: ${sandbox.statusMessage}`}`;
+}
+
+/**
+ * Waits until a queued sandbox runs. Its id is on stderr first (a Ctrl-C during the wait keeps it), then
+ * each status change with its reason, on a terminal or not.
+ */
 export async function waitUntilRunning(ctx: CommandContext, id: string): Promise<SandboxView> {
-  const tty = ctx.io.stderr.isTTY === true;
-  const progress = tty ? (s: string) => ctx.io.stderr.write(`\r${s}`) : () => undefined;
-  progress(`waiting for ${id} to run...`);
-  const sandbox = await ctx.client.waitUntilRunning(id, { intervalMs: 250 });
-  progress(`${' '.repeat(60)}\r`);
-  return sandbox;
+  ctx.note(`${id}: created; waiting for it to run (Ctrl-C stops waiting, not the sandbox)`);
+  return ctx.client.waitUntilRunning(id, {
+    intervalMs: 250,
+    ...waitBound(ctx),
+    onProgress: (sandbox) => ctx.note(progressLine(sandbox)),
+  });
+}
+
+/** `--cpu`, `--memory` (MiB) and `--disk` (GiB) as the request's resources. */
+function resourcesOf(ctx: CommandContext): Record<string, number> | undefined {
+  const resources: Record<string, number> = {};
+  for (const [flag, field] of [
+    ['cpu', 'cpu'],
+    ['memory', 'memoryMiB'],
+    ['disk', 'diskGiB'],
+  ] as const) {
+    const value = ctx.values[flag];
+    if (value === undefined) continue;
+    const number = Number(value);
+    if (!Number.isFinite(number) || number <= 0) throw new UsageError(`--${flag} takes a positive number`);
+    resources[field] = number;
+  }
+  return Object.keys(resources).length === 0 ? undefined : resources;
 }
 
 const lifecycle = async (ctx: CommandContext, action: string): Promise<number> => {
@@ -24,7 +58,11 @@ const lifecycle = async (ctx: CommandContext, action: string): Promise<number> =
   let moved = await calls[action as keyof typeof calls]();
   if (ctx.values.wait === true && moved.status !== 'running' && moved.status.endsWith('ing')) {
     ctx.note(`${moved.id} is ${moved.status}; waiting for it to settle...`);
-    moved = await ctx.client.waitUntilSettled(id, { intervalMs: 250 });
+    moved = await ctx.client.waitUntilSettled(id, {
+      intervalMs: 250,
+      ...waitBound(ctx),
+      onProgress: (sandbox) => ctx.note(progressLine(sandbox)),
+    });
   }
   ctx.print(moved, () => `${moved.id} ${moved.status}`);
   return 0;
@@ -32,20 +70,28 @@ const lifecycle = async (ctx: CommandContext, action: string): Promise<number> =
 
 export const sandboxes: Command = {
   usage: `Usage:
-  differently sandboxes create [--pool P]... [--template T] [--ttl SECONDS] [--env K=V]... [--label K=V]... [--wait]
-  differently sandboxes list [--status S]
+  differently sandboxes create [--pool P]... [--template T] [--profile P] [--cpu N] [--memory MIB] [--disk GIB]
+                              [--project ID] [--from-snapshot ID] [--ttl SECONDS] [--env K=V]... [--label K=V]...
+                              [--wait [--timeout SECONDS]]
+  differently sandboxes list [--status S] [--label K=V]... [--project ID]
   differently sandboxes get <id>
   differently sandboxes update <id> [--ttl SECONDS] [--label K=V]...
-  differently sandboxes stop|start|pause|resume <id> [--wait]
+  differently sandboxes stop|start|pause|resume <id> [--wait [--timeout SECONDS]]
   differently sandboxes delete <id>
 A stop, start, pause or resume the backend needs longer for answers with the sandbox stopping, starting,
-pausing or resuming (the operations worker finishes it); --wait waits until it has settled.`,
+pausing or resuming (the operations worker finishes it); --wait waits until it has settled.
+--wait prints the id at once and each status change (and why it waits) on stderr; the record on stdout.`,
   actions: {
     create: async (ctx) => {
       const { values } = ctx;
+      const resources = resourcesOf(ctx);
       let sandbox = await ctx.client.createSandbox({
         ...(values.pool !== undefined && { placement: { allowedPools: values.pool } }),
         ...(values.template !== undefined && { template: values.template }),
+        ...(values.profile !== undefined && { profile: values.profile }),
+        ...(resources !== undefined && { resources }),
+        ...(values.project !== undefined && { projectId: values.project }),
+        ...(values['from-snapshot'] !== undefined && { fromSnapshot: values['from-snapshot'] }),
         ...(values.ttl !== undefined && { ttlSeconds: Number(values.ttl) }),
         ...(values.env !== undefined && { env: ctx.pairs(values.env, 'env') }),
         ...(values.label !== undefined && { labels: ctx.pairs(values.label, 'label') }),
@@ -55,8 +101,15 @@ pausing or resuming (the operations worker finishes it); --wait waits until it h
       return 0;
     },
     list: async (ctx) => {
+      const labels = ctx.pairs(ctx.values.label, 'label');
       const page = await ctx.client.listSandboxes({
         ...(ctx.values.status !== undefined && { status: ctx.values.status }),
+        ...(ctx.values.project !== undefined && { projectId: ctx.values.project }),
+        ...(Object.keys(labels).length > 0 && {
+          label: Object.entries(labels)
+            .map(([key, value]) => `${key}=${value}`)
+            .join(','),
+        }),
         limit: 100,
       });
       ctx.print(page, () => table(page.items, sandboxColumns));

@@ -1,9 +1,9 @@
 import { type Command, table } from '../context.ts';
-import { sandboxColumns, waitUntilRunning } from './sandboxes.ts';
+import { sandboxColumns, waitBound, waitUntilRunning } from './sandboxes.ts';
 
 export const snapshots: Command = {
   usage: `Usage:
-  differently snapshots create <sandbox-id> [--kind disk|memory] [--wait]    (creating, then ready or failed)
+  differently snapshots create <sandbox-id> [--kind disk|memory] [--wait [--timeout SECONDS]]    (creating, then ready or failed)
   differently snapshots list
   differently snapshots get <snapshot-id>
   differently snapshots delete <snapshot-id>`,
@@ -15,7 +15,14 @@ export const snapshots: Command = {
       );
       if (ctx.values.wait === true && snapshot.status === 'creating') {
         ctx.note(`${snapshot.id} is being taken; waiting until it is ready...`);
-        snapshot = await ctx.client.waitUntilSnapshotReady(snapshot.id, { intervalMs: 250 });
+        snapshot = await ctx.client.waitUntilSnapshotReady(snapshot.id, {
+          intervalMs: 250,
+          ...waitBound(ctx),
+          onProgress: (current) =>
+            ctx.note(
+              `${current.id}: ${current.status}${current.statusMessage === null ? '' : `: ${current.statusMessage}`}`,
+            ),
+        });
       }
       ctx.print(snapshot, () => table([snapshot], ['id', 'status', 'kind', 'pool', 'sizeBytes']));
       return 0;

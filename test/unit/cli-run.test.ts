@@ -56,4 +56,28 @@ describe('the CLI as a function', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/^error: .*127\.0\.0\.1:9/);
   });
+
+  it('prints one action’s usage for `<group> <action> --help`', async () => {
+    const help = await cli(['sandboxes', 'list', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('differently sandboxes list');
+    expect(help.stdout).not.toContain('differently sandboxes create');
+  });
+
+  it('answers preflight in JSON with --json', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const path = join(mkdtempSync(join(tmpdir(), 'preflight-')), 'differently.json');
+    writeFileSync(path, JSON.stringify({ pools: [{ name: 'x', adapter: 'nope' }] }));
+    const checked = await cli(['preflight', '--config', path, '--json']);
+    expect(checked.code).toBe(1);
+    expect(JSON.parse(checked.stdout)).toEqual({
+      config: path,
+      ok: false,
+      pools: 1,
+      problems: [expect.stringContaining('pools[0].adapter: adapter must be one of')],
+      notes: [],
+    });
+  });
 });
