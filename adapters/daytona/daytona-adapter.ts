@@ -378,7 +378,7 @@ export class DaytonaAdapter
       });
     } catch (error) {
       if (isApiError(error) && error.code === 'not_found' && init.query?.path !== undefined)
-        throw adapterErrors.notFound(init.query.path);
+        throw adapterErrors.fileNotFound(init.query.path);
       throw error;
     }
   }

@@ -15,6 +15,7 @@ import {
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
+  fileSystemError,
   type Instance,
   type Lifecycle,
   type SnapshotInfo,
@@ -203,14 +204,18 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     try {
       return await readFile(hostPath);
     } catch (error) {
-      throw fileError(error, path);
+      throw fileSystemError(error, path);
     }
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array): Promise<void> {
     const hostPath = await this.#hostPath(ref, path);
-    await mkdir(dirname(hostPath), { recursive: true });
-    await writeFile(hostPath, content);
+    try {
+      await mkdir(dirname(hostPath), { recursive: true });
+      await writeFile(hostPath, content);
+    } catch (error) {
+      throw fileSystemError(error, path);
+    }
   }
 
   async listFiles(ref: string, path: string): Promise<FileInfo[]> {
@@ -231,7 +236,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
         }),
       );
     } catch (error) {
-      throw fileError(error, path);
+      throw fileSystemError(error, path);
     }
   }
 
@@ -377,11 +382,4 @@ async function directorySize(dir: string): Promise<number> {
 
 function toInstance(meta: Meta): Instance {
   return { ref: meta.sandboxId, sandboxId: meta.sandboxId, state: meta.state };
-}
-
-function fileError(error: unknown, path: string): Error {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return adapterErrors.notFound(path);
-  if (code === 'EISDIR' || code === 'ENOTDIR') return adapterErrors.invalidRequest(`${path}: ${code}`);
-  return error as Error;
 }

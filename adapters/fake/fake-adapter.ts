@@ -291,7 +291,7 @@ export class FakeAdapter
   async readFile(ref: string, path: string): Promise<Uint8Array> {
     return this.#enter('readFile', () => {
       const content = this.#running(ref).files.get(path);
-      if (content === undefined) throw adapterErrors.notFound(path);
+      if (content === undefined) throw adapterErrors.fileNotFound(path);
       return content;
     });
   }

@@ -386,7 +386,7 @@ export class FreestyleAdapter
       });
       return new Uint8Array(await readBounded(response, maxDownloadBytes, 'a file download'));
     } catch (error) {
-      if (isApiError(error) && error.code === 'not_found') throw adapterErrors.notFound(path);
+      if (isApiError(error) && error.code === 'not_found') throw adapterErrors.fileNotFound(path);
       throw error;
     }
   }
@@ -432,7 +432,7 @@ export class FreestyleAdapter
         idempotent: true,
       });
     } catch (error) {
-      if (isApiError(error) && error.code === 'not_found') throw adapterErrors.notFound(path);
+      if (isApiError(error) && error.code === 'not_found') throw adapterErrors.fileNotFound(path);
       throw error;
     }
     // Listings carry the name and whether it is a directory; size is not reported (0).

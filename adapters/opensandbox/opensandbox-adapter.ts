@@ -452,7 +452,7 @@ export class OpenSandboxAdapter
     } catch (error) {
       // A file execd cannot find is the caller's not_found, named by its path.
       if (isApiError(error) && error.code === 'not_found' && init.query?.path !== undefined)
-        throw adapterErrors.notFound(init.query.path);
+        throw adapterErrors.fileNotFound(init.query.path);
       throw error;
     }
   }

@@ -101,6 +101,28 @@ describe('DevhostAdapter', () => {
     expect((await adapter.listFiles(ref, '/data')).map((f) => [f.name, f.isDir])).toEqual([['deep', true]]);
   });
 
+  it('says in plain words what is wrong with a path: missing, a directory, a file in the middle', async () => {
+    await adapter.writeFile(ref, '/words/file.txt', new TextEncoder().encode('x'));
+    await expect(adapter.readFile(ref, '/words/nope.txt')).rejects.toMatchObject({
+      code: 'not_found',
+      message: 'no file or directory at /words/nope.txt in the sandbox',
+    });
+    await expect(adapter.readFile(ref, '/words')).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: '/words is a directory: read a file, or list the directory',
+    });
+    await expect(adapter.listFiles(ref, '/words/file.txt/inner')).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: 'a part of /words/file.txt/inner is a file, not a directory',
+    });
+    await expect(
+      adapter.writeFile(ref, '/words/file.txt/inner.txt', new TextEncoder().encode('y')),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+      message: expect.stringContaining('is a file, not a directory'),
+    });
+  });
+
   it('refuses paths that escape the sandbox or are relative', async () => {
     await expect(adapter.readFile(ref, '/../../etc/passwd')).rejects.toMatchObject({ code: 'not_found' });
     await expect(adapter.readFile(ref, 'etc/passwd')).rejects.toMatchObject({ code: 'invalid_request' });
