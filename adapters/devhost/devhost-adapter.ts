@@ -1,5 +1,4 @@
-import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
 import { z } from 'zod';
 import {
@@ -25,16 +24,26 @@ import {
 } from '../../lib/adapter/port.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { bubblewrapAvailable, jailArgs, jailPath } from './jail.ts';
 import { CappedBuffer, runProcess } from './run-process.ts';
 
 export const devhostConfigSchema = z.strictObject({
-  /** Directory holding one sub-directory per sandbox. */
-  root: z.string().min(1).default(join(tmpdir(), 'differently-devhost')),
+  /**
+   * Directory holding one sub-directory per sandbox: by default beside the checkout that runs it
+   * (`.differently/devhost`), so two installations on one machine never share one.
+   */
+  root: z.string().min(1).default(resolvePath('.differently', 'devhost')),
   /** Cap on each of stdout and stderr kept by a synchronous exec. */
   outputMaxBytes: z
     .int()
     .min(1024)
     .default(1024 * 1024),
+  /**
+   * `bubblewrap`: each command in its own mount and PID namespaces, the sandbox's folder as its `/`
+   * (adapters/devhost/jail.ts); `none`: host processes in the sandbox's folder; `auto` (default):
+   * bubblewrap where it works, otherwise none, said in the pool's limitations and at start.
+   */
+  isolation: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
 });
 export type DevhostConfig = z.infer<typeof devhostConfigSchema>;
 
@@ -85,8 +94,16 @@ export function endDevhostCommands(): void {
 export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
   readonly #config: DevhostConfig;
 
+  readonly #jailed: boolean;
+
   constructor(config: DevhostConfig) {
     this.#config = config;
+    if (config.isolation === 'bubblewrap' && !bubblewrapAvailable()) {
+      throw adapterErrors.invalidRequest(
+        'devhost isolation bubblewrap: bwrap is not installed or cannot make namespaces here (apt-get install bubblewrap)',
+      );
+    }
+    this.#jailed = config.isolation !== 'none' && bubblewrapAvailable();
   }
 
   info(): AdapterInfo {
@@ -94,11 +111,17 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       kind: 'devhost',
       version: '1',
       trust: 'private',
-      isolation: 'none: host directories and host processes',
+      isolation: this.#jailed
+        ? 'namespaces: bubblewrap (the sandbox folder as /, its own /proc), host kernel and network'
+        : 'none: host directories and host processes',
       protocol: adapterProtocolVersion,
       isolationVerified: true,
       limitations: [
-        "dev mode only: commands run as host processes with the control plane's user and network",
+        this.#jailed
+          ? "dev mode only: commands share the host's kernel, network and user; system folders are the host's, read-only"
+          : this.#config.isolation === 'none'
+            ? "dev mode only: commands run as host processes with the control plane's user and network, and see the host's files and processes"
+            : "dev mode only: bubblewrap (bwrap) is missing here, so commands run as host processes with the control plane's user and network, and see the host's files and processes (apt-get install bubblewrap)",
         'resources are recorded, not applied',
         'no provider TTL backstop: expiry relies on the sweep',
       ],
@@ -290,6 +313,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     const root = join(this.#dir(ref), 'fs');
     const cwd = request.cwd === undefined ? root : await this.#hostPath(ref, request.cwd);
     await mkdir(cwd, { recursive: true });
+    const argv = request.command !== undefined ? ['/bin/sh', '-c', request.command] : (request.args ?? []);
     const timeoutSeconds = Math.min(
       request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
       devhostMaxTimeoutSeconds,
@@ -300,14 +324,16 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     running.add(ended);
     runningCommands.set(ref, running);
     const signal = opts?.signal === undefined ? ended.signal : AbortSignal.any([opts.signal, ended.signal]);
+    // Jailed, the sandbox's folder is the command's `/`; otherwise the command sees it as a host folder.
+    const inside = this.#jailed;
     return runProcess({
-      argv: request.command !== undefined ? [request.command] : (request.args ?? []),
-      shell: request.command !== undefined,
+      argv: inside ? [...jailArgs(root, request.cwd ?? '/'), ...argv] : argv,
+      shell: false,
       cwd,
       env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: root,
-        SANDBOX_ROOT: root,
+        PATH: inside ? jailPath : (process.env.PATH ?? '/usr/bin:/bin'),
+        HOME: inside ? '/' : root,
+        SANDBOX_ROOT: inside ? '/' : root,
         ...meta.env,
         ...request.env,
       },
@@ -337,8 +363,22 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     if ((await this.#readMeta(ref)) === undefined) throw adapterErrors.notFound(ref);
     const root = resolvePath(this.#dir(ref), 'fs');
     const hostPath = resolvePath(root, `.${normalize(path)}`);
-    if (hostPath !== root && !hostPath.startsWith(root + sep)) {
-      throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
+    const within = (candidate: string, base: string) =>
+      candidate === base || candidate.startsWith(base + sep);
+    if (!within(hostPath, root)) throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
+    // A symbolic link inside the sandbox (a command can make one) must not lead the files API out of it:
+    // the deepest part of the path that exists is resolved and must still be inside.
+    const realRoot = await realpath(root);
+    let existing = hostPath;
+    for (;;) {
+      const resolved = await realpath(existing).catch(() => undefined);
+      if (resolved !== undefined) {
+        if (!within(resolved, realRoot))
+          throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
+        break;
+      }
+      if (existing === root) break;
+      existing = dirname(existing);
     }
     return hostPath;
   }

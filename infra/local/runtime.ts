@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
@@ -101,7 +100,7 @@ export function defaultLocalConfig(): Config {
   return parseConfig({
     devMode: true,
     pools: [
-      { name: 'local', adapter: 'devhost', config: { root: join(tmpdir(), 'differently-devhost') } },
+      { name: 'local', adapter: 'devhost', config: { root: resolve('.differently', 'devhost') } },
       { name: 'fake', adapter: 'fake' },
     ],
     templates: [{ name: 'default', description: 'The pool default image or host environment' }],

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
+import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { FakeAdapter, fakeDefaultFeatures } from '../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { startAdapterServer } from '../../adapters/protocol/server.ts';
@@ -40,7 +41,8 @@ adapterConformance('devhost', async () => {
     adapter,
     features: (await adapter.capabilities()).features,
     workdir: '/work',
-    pwd: /\/fs\/work$/,
+    // Jailed (bubblewrap), the sandbox's folder is the command's `/`; otherwise a host folder.
+    ...(!bubblewrapAvailable() && { pwd: /\/fs\/work$/ }),
     close: () => rm(root, { recursive: true, force: true }),
   };
 });

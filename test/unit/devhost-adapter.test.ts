@@ -3,6 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
+import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
+
+/** CI installs bubblewrap (.ci/run): there, the jail's tests must run, never be skipped. */
+const jailed = bubblewrapAvailable();
+if (!jailed && process.env.CI !== undefined) throw new Error('bubblewrap is missing: .ci/run installs it');
+
 import type { ExecEvent } from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 
@@ -45,7 +51,7 @@ describe('DevhostAdapter', () => {
 
   it('honours cwd inside the sandbox, creating it', async () => {
     const result = await adapter.exec(ref, { command: 'pwd', cwd: '/work/sub' });
-    expect(result.stdout.trim()).toBe(join(root, ref, 'fs', 'work', 'sub'));
+    expect(result.stdout.trim()).toBe(jailed ? '/work/sub' : join(root, ref, 'fs', 'work', 'sub'));
   });
 
   it('uses the sandbox env as the base and the request env on top, never the host env', async () => {
@@ -152,5 +158,55 @@ describe('DevhostAdapter', () => {
     await expect(adapter.exec(ref, { command: 'true' })).rejects.toMatchObject({ code: 'invalid_state' });
     await adapter.start(ref);
     expect((await adapter.exec(ref, { command: 'true' })).exitCode).toBe(0);
+  });
+
+  describe.runIf(jailed)('in its bubblewrap jail', () => {
+    it('sees the files the files API wrote at the same paths, and the files API sees what it wrote', async () => {
+      await adapter.writeFile(ref, '/work/hello.txt', new TextEncoder().encode('from the API'));
+      expect((await adapter.exec(ref, { command: 'cat /work/hello.txt' })).stdout).toBe('from the API');
+      await adapter.exec(ref, { command: 'echo from the command > /work/made.txt' });
+      expect(new TextDecoder().decode(await adapter.readFile(ref, '/work/made.txt'))).toBe(
+        'from the command\n',
+      );
+      // The host's own folders are not the sandbox's: nothing it writes lands there.
+      expect(
+        (await adapter.exec(ref, { command: 'touch /usr/x 2>/dev/null; echo $?' })).stdout.trim(),
+      ).not.toBe('0');
+    });
+
+    it("sees neither the control plane's processes nor their environment", async () => {
+      process.env.DEVHOST_SECRET_PROBE = 'not-for-tenants';
+      try {
+        const seen = await adapter.exec(ref, {
+          command: `ls /proc | grep -c '^[0-9]'; test -e /proc/${process.pid} && echo visible; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c DEVHOST_SECRET_PROBE; env | grep -c DEVHOST_SECRET_PROBE`,
+        });
+        const [processes, ...rest] = seen.stdout.trim().split('\n');
+        expect(Number(processes)).toBeLessThan(10);
+        expect(rest).toEqual(['0', '0']);
+      } finally {
+        delete process.env.DEVHOST_SECRET_PROBE;
+      }
+    });
+
+    it('refuses, in the files API, a symbolic link a command made that leads out of the sandbox', async () => {
+      await adapter.exec(ref, {
+        command: `ln -sf ${join(root, '..')} /work/out; ln -sf /etc/passwd /work/passwd`,
+      });
+      await expect(adapter.readFile(ref, '/work/passwd')).rejects.toMatchObject({ code: 'invalid_request' });
+      await expect(adapter.listFiles(ref, '/work/out')).rejects.toMatchObject({ code: 'invalid_request' });
+      await expect(adapter.writeFile(ref, '/work/out/x.txt', new Uint8Array([1]))).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+    });
+
+    it('says so in its trust report', () => {
+      expect(adapter.info().isolation).toMatch(/^namespaces: bubblewrap/);
+    });
+  });
+
+  it('says in its limitations when it runs commands unjailed', () => {
+    const bare = new DevhostAdapter(devhostConfigSchema.parse({ root, isolation: 'none' }));
+    expect(bare.info().isolation).toMatch(/^none/);
+    expect((bare.info().limitations ?? []).join('\n')).toContain("see the host's files and processes");
   });
 });

@@ -31,7 +31,7 @@ describe('traced adapters', () => {
     const { calls, trace } = recordingTracer();
     // A real adapter with private fields: a proxy that passed itself as `this` would break it.
     const adapter = tracedAdapter(
-      new DevhostAdapter({ root, outputMaxBytes: 1024 * 1024 }),
+      new DevhostAdapter({ root, outputMaxBytes: 1024 * 1024, isolation: 'auto' }),
       'local',
       'devhost',
       trace,
@@ -61,7 +61,7 @@ describe('traced adapters', () => {
   it('leaves the optional capabilities as the adapter has them', async () => {
     const { trace } = recordingTracer();
     const adapter = tracedAdapter(
-      new DevhostAdapter({ root: tmpdir(), outputMaxBytes: 1024 * 1024 }),
+      new DevhostAdapter({ root: tmpdir(), outputMaxBytes: 1024 * 1024, isolation: 'auto' }),
       'local',
       'devhost',
       trace,
