@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { env } from '../../functions/environment.ts';
 import { parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
