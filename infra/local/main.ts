@@ -138,6 +138,12 @@ async function main(): Promise<void> {
       ...(samEnvFile === undefined
         ? []
         : [`  sam env:   ${samEnvFile} (sam local invoke --env-vars ${samEnvFile})`]),
+      ...(config.pools.some((pool) => pool.adapter === 'devhost') && !bubblewrapAvailable()
+        ? [
+            '  WARNING:   bubblewrap (bwrap) is missing: devhost commands run as host processes that see this',
+            "             machine's files and processes (apt-get install bubblewrap)",
+          ]
+        : []),
       '',
       'Try:',
       `  curl -s ${runtime.url}/v1/health`,
