@@ -161,7 +161,7 @@ async function requeueLost(
 
 /**
  * After a restart that lost the queues' messages (the local runtime's queues live in memory; its table
- * may be on disk): every queued, terminating and transitional sandbox is asked for again at once,
+ * may be on disk): every queued, provisioning, terminating and transitional sandbox is asked for again at once,
  * instead of after the sweep's lost-message thresholds. Every worker's call is idempotent, so a message
  * that did survive only means a second look.
  */
@@ -174,6 +174,19 @@ export async function requeueUnfinished(deps: SweepDeps): Promise<SweepReport> {
     deps,
     now,
     { queued: everything, terminating: everything, transitional: everything },
+    report,
+  );
+  // A provisioning sandbox's worker died with its message: its own pool is tried first again (Create is
+  // idempotent by sandbox id), instead of after the reconciler's provision timeout.
+  await forEachDue(
+    deps,
+    'provisioning',
+    everything,
+    async (record) => {
+      await touch(deps, record, now);
+      await send(deps, 'provision', record);
+      report.requeuedProvisions++;
+    },
     report,
   );
   deps.log.info('unfinished work requeued after a restart', { ...report });

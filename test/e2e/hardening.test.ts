@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
@@ -133,48 +135,41 @@ describe('hardening', () => {
     ).toThrow(/pools\[0\]\.credentials: .*AWS_\*/);
   });
 
-  /** Starts `echo $$; loop` as a streamed exec on devhost; resolves with the shell's pid. */
-  async function loopingCommand(sandboxId: string, client: AbortController): Promise<number> {
+  /**
+   * Starts a looping command as a streamed exec on devhost, marked with a unique argument, and resolves
+   * with that marker once it runs. The host sees the command's processes (a jailed command's PIDs are its
+   * own namespace's, so the marker, not a PID, finds them).
+   */
+  async function loopingCommand(sandboxId: string, client: AbortController): Promise<string> {
+    const marker = `loop-${randomUUID()}`;
     const response = await fetch(`${e.runtime.url}/v1/sandboxes/${sandboxId}/exec?stream=1`, {
       method: 'POST',
       headers: { authorization: `Bearer ${e.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ command: 'echo $$; while true; do sleep 0.2; done' }),
+      body: JSON.stringify({ args: ['sh', '-c', 'echo started; while true; do sleep 0.2; done', marker] }),
       signal: client.signal,
     });
     const reader = response.body?.getReader();
     let text = '';
-    while (!text.includes('\n')) {
+    while (!text.includes('started')) {
       const chunk = await reader?.read();
       if (chunk === undefined || chunk.done) break;
       text += new TextDecoder().decode(chunk.value);
     }
-    const pid = Number(
-      z
-        .object({ data: z.string() })
-        .parse(JSON.parse(text.split('\n')[0] ?? ''))
-        .data.trim(),
-    );
-    expect(Number.isInteger(pid) && pid > 0).toBe(true);
-    return pid;
+    expect(text).toContain('started');
+    return marker;
   }
 
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  /** Whether any host process carries the marker (the command's shell, jailed or not). */
+  const alive = (marker: string) => spawnSync('pgrep', ['-f', marker]).status === 0;
 
   it('cancels a streamed command on the backend when the client disconnects', async () => {
     const sandbox = await e.running('local');
     const client = new AbortController();
-    const pid = await loopingCommand(sandbox.id, client);
-    expect(alive(pid)).toBe(true);
+    const marker = await loopingCommand(sandbox.id, client);
+    expect(alive(marker)).toBe(true);
     client.abort();
     await waitFor(
-      async () => alive(pid),
+      async () => alive(marker),
       (running) => !running,
       'the command to end with its client',
     );
@@ -183,11 +178,12 @@ describe('hardening', () => {
   it("ends a devhost sandbox's commands with the sandbox", async () => {
     const sandbox = await e.running('local');
     const client = new AbortController();
-    const pid = await loopingCommand(sandbox.id, client);
+    const marker = await loopingCommand(sandbox.id, client);
+    expect(alive(marker)).toBe(true);
     expect((await e.api.delete(`/v1/sandboxes/${sandbox.id}`, e.key)).status).toBe(202);
     await e.until(sandbox.id, 'terminated');
     await waitFor(
-      async () => alive(pid),
+      async () => alive(marker),
       (running) => !running,
       'the command to end with its sandbox',
     );

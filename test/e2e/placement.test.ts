@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
@@ -323,7 +324,8 @@ describe('pools and policy at runtime', () => {
     const local = report.pools.find((p) => p.name === 'local');
     expect(local).toMatchObject({
       trust: 'private',
-      isolation: expect.stringMatching(/^none/),
+      // Jailed where bubblewrap works (CI installs it), host processes otherwise: the report says which.
+      isolation: expect.stringMatching(bubblewrapAvailable() ? /^namespaces: bubblewrap/ : /^none/),
       receivesExternalWork: false,
     });
     expect(local?.limitations.join(' ')).toMatch(/dev mode only/);
