@@ -5,13 +5,30 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 
 const root = new URL('../../', import.meta.url).pathname;
 
-/** The README's CLI session, as a user pastes it. */
-function session(): string {
+/** A README session (the first sh block under `heading`), as a user pastes it. */
+function session(heading = '## A first session with the CLI'): string {
   const readme = readFileSync(new URL('README.md', new URL('../../', import.meta.url)), 'utf8');
-  const section = readme.slice(readme.indexOf('## A first session with the CLI'));
+  const section = readme.slice(readme.indexOf(heading));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (block === undefined) throw new Error('the README has no CLI session');
+  if (block === undefined) throw new Error(`the README has no session under ${heading}`);
   return block;
+}
+
+/** Runs a pasted session with bash in the repository; what it printed and its exit code. */
+function paste(script: string, env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      'bash',
+      ['-c', script],
+      { cwd: root, env: { ...process.env, ...env }, timeout: 240_000, maxBuffer: 16 << 20 },
+      (error, out, err) =>
+        resolve({
+          code: error === null ? 0 : Number((error as { code?: number }).code ?? 1),
+          stdout: out,
+          stderr: err,
+        }),
+    );
+  });
 }
 
 describe("the README's CLI session", () => {
@@ -59,4 +76,19 @@ describe("the README's CLI session", () => {
     expect(stdout).toContain('lab-fleet');
     expect(stdout).toContain('external placement: allowed');
   }, 300_000);
+
+  it('the curl session pastes as is too', async () => {
+    const script = `set -uo pipefail\n${session('## A first session with curl')
+      .replace('http://127.0.0.1:8080', runtime.url)
+      .replace('ADMIN=<the admin key npm start printed>', `ADMIN=${runtime.adminKey}`)}`;
+    const { code, stdout, stderr } = await paste(script, {});
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toContain('"running"');
+    expect(stdout).toContain('"stdout":"hello\\n"');
+    expect(stdout).toContain('"exitCode":3');
+    expect(stdout).toContain('{"stream":"stdout","data":"step 3\\n"}');
+    // The file written through the API, read back through the API.
+    expect(stdout).toMatch(/^hi/m);
+    expect(stdout).toContain('"terminating"');
+  }, 120_000);
 });
