@@ -140,13 +140,19 @@ function killingStore(
   rate: number,
   kills: { count: number },
 ): Store {
+  let writes = 0;
   return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
       if (property !== 'updateSandbox' || typeof value !== 'function')
         return typeof value === 'function' ? value.bind(target) : value;
       return async (...args: unknown[]) => {
-        const killed = inWorker.getStore() === true && random() < rate;
+        const worker = inWorker.getStore() === true;
+        if (worker) writes++;
+        // At least one kill per storm, whatever the interleaving does to the random draws: the tenth
+        // worker write dies if none has yet (a small storm could otherwise draw no kill at all).
+        const forced = worker && kills.count === 0 && writes >= 10;
+        const killed = forced || (worker && random() < rate);
         const before = killed && random() < 0.5;
         if (before) {
           kills.count++;
