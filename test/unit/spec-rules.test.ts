@@ -3,6 +3,7 @@
  * value comes from the seeds or docs/store.md, never from the function under test.
  */
 import { describe, expect, it } from 'vitest';
+import { errors } from '../../lib/errors.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
 import { testPlane } from '../helpers/plane.ts';
@@ -127,7 +128,72 @@ describe('the seeds’ rules', () => {
   });
 });
 
+describe('more rules the suites did not hold', () => {
+  it('an unknown error from Create counts as provider_unavailable: the pool goes down and the attempt counts', async () => {
+    const { plane, adapters, principal } = await testPlane();
+    const sandbox = (await plane.sandboxes.create(principal, { placement: { allowedPools: ['first'] } }))
+      .sandbox;
+    // Not the contract's error: what a broken adapter or a crashed client library throws.
+    adapters.first.inject('create', { error: new Error('socket hang up') });
+    const outcome = await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+    expect(outcome.kind).toBe('retry');
+    const record = await plane.store.getSandbox(principal.orgId, sandbox.id);
+    expect(record).toMatchObject({
+      status: 'queued',
+      attempts: 1,
+      statusMessage: 'pool first unavailable: socket hang up; retrying (attempt 1 of 3)',
+    });
+    await plane.pools.sync(true);
+    expect(plane.pools.health('first')).toMatchObject({ healthy: false });
+  });
+
+  it('snapshots a stopped sandbox and a paused one, as the seeds allow', async () => {
+    const { plane, principal } = await testPlane();
+    for (const action of ['stop', 'pause'] as const) {
+      const sandbox = (await plane.sandboxes.create(principal, {})).sandbox;
+      await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+      await plane.operations.lifecycle(principal, sandbox.id, action);
+      await expectStatus(plane, principal.orgId, sandbox.id, action === 'stop' ? 'stopped' : 'paused');
+      const { value } = await plane.operations.snapshot(principal, sandbox.id, 'disk');
+      await waitUntil(
+        async () => (await plane.store.getSnapshot(principal.orgId, value.id))?.status === 'ready',
+      );
+      expect((await plane.store.getSnapshot(principal.orgId, value.id))?.status).toBe('ready');
+    }
+  });
+
+  it('waits for capacity on every receive without counting an attempt, looking again sooner than a minute', async () => {
+    const { plane, adapters, principal } = await testPlane();
+    const sandbox = (await plane.sandboxes.create(principal, {})).sandbox;
+    for (const receive of [1, 2, 5]) {
+      adapters.first.inject('create', { error: insufficient() });
+      adapters.second.inject('create', { error: insufficient() });
+      const outcome = await provisionSandbox(
+        plane,
+        { sandboxId: sandbox.id, orgId: principal.orgId },
+        receive,
+      );
+      // The seeds' capacity retry: 2 s, growing with the receives (2 x receive count), never failing it.
+      expect(outcome).toEqual({ kind: 'retry', delaySeconds: 2 * receive });
+      expect(await plane.store.getSandbox(principal.orgId, sandbox.id)).toMatchObject({
+        status: 'queued',
+        attempts: 0,
+        waitingFor: 'capacity',
+      });
+    }
+  });
+});
+
+function insufficient() {
+  return errors.insufficientCapacity('node full');
+}
+
 type Plane = Awaited<ReturnType<typeof testPlane>>['plane'];
+
+async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await condition()); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+}
 
 /** Waits (on the operations worker the test plane runs) until the sandbox reaches `status`. */
 async function expectStatus(plane: Plane, orgId: string, id: string, status: string): Promise<void> {
