@@ -47,7 +47,7 @@ Validates the config (each pool's adapter settings too) and checks that every po
         return finish(undefined);
       }
       problems.push(...poolConfigProblems(config));
-      const resolve = credentialResolver();
+      const resolve = credentialResolver(undefined, io.env);
       for (const pool of config.pools) {
         if (pool.credentials === undefined) continue;
         if ('secretArn' in pool.credentials) {

@@ -13,10 +13,12 @@ export type CredentialResolver = (ref: CredentialRef, pool: string) => Promise<s
  */
 export function credentialResolver(
   readSecret?: (arn: string) => Promise<string | undefined>,
+  /** Where `{env}` references are read: this process's environment unless a caller (the CLI) has its own. */
+  environment: Record<string, string | undefined> = process.env,
 ): CredentialResolver {
   return async (ref, pool) => {
     if ('env' in ref) {
-      const value = process.env[ref.env];
+      const value = environment[ref.env];
       if (value === undefined || value === '') {
         throw errors.invalidRequest(`pool ${pool}: credentials.env ${ref.env} is not set`, {
           pool,

@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
-
-const bin = new URL('../../cli/differently.ts', import.meta.url).pathname;
+import { run } from '../../cli/differently.ts';
 
 export interface CliRun {
   code: number;
@@ -8,16 +6,20 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the differently CLI in a child process, as a user would. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { env: { ...process.env, ...env } },
-      (error, stdout, stderr) => {
-        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? 1), stdout, stderr });
-      },
-    );
+/**
+ * Runs the differently CLI in this process (`run(argv, io)`, what the bin calls), with the test's
+ * environment on top of this one: the same parsing, output and exit codes as a child process, without a
+ * Node start per call (test/e2e/sdk-package.test.ts runs the installed bin itself).
+ */
+export async function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const out: (string | Uint8Array)[] = [];
+  const err: (string | Uint8Array)[] = [];
+  const code = await run(args, {
+    stdout: { write: (chunk) => out.push(chunk) },
+    stderr: { write: (chunk) => err.push(chunk) },
+    env: { ...process.env, ...env },
   });
+  const text = (chunks: (string | Uint8Array)[]) =>
+    chunks.map((chunk) => (typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))).join('');
+  return { code, stdout: text(out), stderr: text(err) };
 }
