@@ -3,6 +3,9 @@ import { ApiError } from '../../lib/errors.ts';
 import {
   assertTransition,
   canTransition,
+  isSettledWithInstance,
+  isTerminal,
+  requireRunning,
   type SandboxStatus,
   sandboxStatuses,
 } from '../../lib/sandboxes/state.ts';
@@ -80,5 +83,39 @@ describe('sandbox state machine', () => {
 
   it('keeps terminated final', () => {
     expect(sandboxStatuses.filter((to) => canTransition('terminated', to))).toEqual([]);
+  });
+
+  it('names both states when it refuses a move', () => {
+    expect(() => assertTransition('terminated', 'running')).toThrow(
+      'a sandbox cannot go from terminated to running',
+    );
+  });
+
+  it('ends only in terminated and failed; holds an instance at rest only when running, stopped or paused', () => {
+    expect(sandboxStatuses.filter(isTerminal)).toEqual(['terminated', 'failed']);
+    expect(sandboxStatuses.filter(isSettledWithInstance)).toEqual(['running', 'stopped', 'paused']);
+  });
+
+  it('lets an exec run only in a running sandbox that has its pool and its backend instance', () => {
+    const base = { id: 'sbx_1', status: 'running' as SandboxStatus, pool: 'p', backendRef: 'vm-1' };
+    expect(requireRunning(base)).toBe(base);
+    for (const refused of [
+      { ...base, status: 'stopped' as SandboxStatus },
+      { ...base, pool: null },
+      { ...base, backendRef: null },
+    ]) {
+      let thrown: unknown;
+      try {
+        requireRunning(refused);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ApiError);
+      expect(thrown).toMatchObject({
+        code: 'invalid_state',
+        message: `exec needs a running sandbox; sbx_1 is ${refused.status}`,
+        details: { status: refused.status },
+      });
+    }
   });
 });
