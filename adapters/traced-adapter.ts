@@ -1,4 +1,4 @@
-import type { ExecutionAdapter } from '../lib/adapter/port.ts';
+import { backendCalls, type ExecutionAdapter } from '../lib/adapter/port.ts';
 
 /**
  * Runs one adapter call inside a trace subsegment named `<kind>.<method>`, annotated with the pool: the
@@ -12,29 +12,8 @@ export type AdapterCallTracer = <T>(
   call: () => Promise<T>,
 ) => Promise<T>;
 
-/** The contract's calls that reach a backend (info() is local and synchronous, so it is not traced). */
-const backendCalls = new Set<string>([
-  'capabilities',
-  'capacity',
-  'health',
-  'create',
-  'get',
-  'list',
-  'delete',
-  'exec',
-  'execStream',
-  'readFile',
-  'writeFile',
-  'listFiles',
-  'stop',
-  'start',
-  'pause',
-  'resume',
-  'snapshot',
-  'deleteSnapshot',
-  'extendTtl',
-  'exposePort',
-]);
+/** The contract's calls that reach a backend, as a set for the proxy's lookups. */
+const traced: ReadonlySet<string> = new Set(backendCalls);
 
 /**
  * The adapter with each backend call traced. Only methods the adapter has are wrapped, so the optional
@@ -52,7 +31,7 @@ export function tracedAdapter(
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       const method = value as (...args: unknown[]) => unknown;
-      if (typeof property !== 'string' || !backendCalls.has(property)) return method.bind(target);
+      if (typeof property !== 'string' || !traced.has(property)) return method.bind(target);
       return (...args: unknown[]) =>
         trace(pool, kind, property, async () => await (method.apply(target, args) as Promise<unknown>));
     },

@@ -2,6 +2,8 @@ import {
   type AdapterInfo,
   adapterErrors,
   adapterProtocolVersion,
+  type BackendCall,
+  backendCalls,
   type CallOptions,
   type Capabilities,
   type Capacity,
@@ -27,26 +29,11 @@ import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 
 export type FakeExecFunc = (request: ExecRequest, instance: Instance) => ExecResult | Promise<ExecResult>;
 
-export const fakeMethods = [
-  'capabilities',
-  'capacity',
-  'health',
-  'create',
-  'get',
-  'list',
-  'delete',
-  'exec',
-  'execStream',
-  'stop',
-  'start',
-  'pause',
-  'resume',
-  'snapshot',
-  'deleteSnapshot',
-  'readFile',
-  'writeFile',
-  'listFiles',
-] as const;
+/** The backend calls a test can make fail (`inject`): all but TTL extension and port exposure. */
+export const fakeMethods = backendCalls.filter(
+  (call): call is Exclude<BackendCall, 'extendTtl' | 'exposePort'> =>
+    call !== 'extendTtl' && call !== 'exposePort',
+);
 export type FakeMethod = (typeof fakeMethods)[number];
 
 export interface FakeFailure {

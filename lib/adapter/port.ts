@@ -250,6 +250,31 @@ export function capacityFits(capacity: Capacity, resources: Resources): boolean 
 }
 
 /** Error helpers with the contract's codes (adapter.NotFound, adapter.Unsupported, ...). */
+/** Every call of the contract that reaches a backend (`info()` is local and synchronous). */
+export const backendCalls = [
+  'capabilities',
+  'capacity',
+  'health',
+  'create',
+  'get',
+  'list',
+  'delete',
+  'exec',
+  'execStream',
+  'readFile',
+  'writeFile',
+  'listFiles',
+  'stop',
+  'start',
+  'pause',
+  'resume',
+  'snapshot',
+  'deleteSnapshot',
+  'extendTtl',
+  'exposePort',
+] as const;
+export type BackendCall = (typeof backendCalls)[number];
+
 export const adapterErrors = {
   notFound: (ref: string) => new ApiError('not_found', `instance ${ref} not found`, { ref }),
   /** A path the sandbox does not have (a file call, not the instance). */
