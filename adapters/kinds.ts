@@ -1,21 +1,24 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, formatIssues } from '../lib/config.ts';
 import { errors } from '../lib/errors.ts';
 import type { PoolSpec } from '../lib/pools/registry.ts';
-import { DaytonaAdapter, daytonaConfigSchema } from './daytona/daytona-adapter.ts';
-import { DevhostAdapter, devhostConfigSchema } from './devhost/devhost-adapter.ts';
-import { FakeAdapter } from './fake/fake-adapter.ts';
-import { FreestyleAdapter, freestyleConfigSchema } from './freestyle/freestyle-adapter.ts';
-import { OpenSandboxAdapter, openSandboxConfigSchema } from './opensandbox/opensandbox-adapter.ts';
-import { RemoteAdapter, remoteConfigSchema } from './remote/remote-adapter.ts';
+import { daytonaConfigSchema } from './daytona/config.ts';
+import { devhostConfigSchema } from './devhost/config.ts';
+import { freestyleConfigSchema } from './freestyle/config.ts';
+import { openSandboxConfigSchema } from './opensandbox/config.ts';
+import { remoteConfigSchema } from './remote/config.ts';
 
 /** Everything the control plane knows about one kind of backend. */
 interface AdapterKind<S extends z.ZodType> {
   /** The pool's `config`, checked by preflight, synth, `npm start`, the cold start and the admin API. */
   configSchema: S;
-  /** The adapter, from the checked config and the pool's resolved credential. */
-  build: (config: z.infer<S>, pool: PoolSpec, credential: string | undefined) => ExecutionAdapter;
+  /**
+   * The adapter, from the checked config and the pool's resolved credential. Its module is imported here,
+   * on first use: a function loads the code of the kinds its pools use, not of every kind (the bundle
+   * keeps them all, evaluated only when imported).
+   */
+  build: (config: z.infer<S>, pool: PoolSpec, credential: string | undefined) => Promise<ExecutionAdapter>;
   /**
    * Who runs the backend: `dev-only` kinds run sandboxes without isolation (allowed with devMode, never
    * deployed); `external` kinds are always someone else's infrastructure (their pools are external
@@ -37,34 +40,42 @@ const kind = <S extends z.ZodType>(facts: AdapterKind<S>) => facts;
 export const adapterKinds = {
   devhost: kind({
     configSchema: devhostConfigSchema,
-    build: (config) => new DevhostAdapter(config),
+    build: async (config) => new (await import('./devhost/devhost-adapter.ts')).DevhostAdapter(config),
     runs: 'dev-only',
   }),
   fake: kind({
     configSchema: z.record(z.string(), z.never(), { error: 'the fake adapter takes no config' }),
-    build: () => new FakeAdapter(),
+    build: async () => new (await import('./fake/fake-adapter.ts')).FakeAdapter(),
     runs: 'dev-only',
   }),
   remote: kind({
     configSchema: remoteConfigSchema,
-    build: (config, _pool, credential) => new RemoteAdapter(config, credential),
+    build: async (config, _pool, credential) =>
+      new (await import('./remote/remote-adapter.ts')).RemoteAdapter(config, credential),
     runs: 'operator',
   }),
   opensandbox: kind({
     configSchema: openSandboxConfigSchema,
-    build: (config, pool, credential) => new OpenSandboxAdapter(config, credential, pool.features),
+    build: async (config, pool, credential) =>
+      new (await import('./opensandbox/opensandbox-adapter.ts')).OpenSandboxAdapter(
+        config,
+        credential,
+        pool.features,
+      ),
     runs: 'operator',
     unboundedCapacity: true,
   }),
   daytona: kind({
     configSchema: daytonaConfigSchema,
-    build: (config, _pool, credential) => new DaytonaAdapter(config, credential),
+    build: async (config, _pool, credential) =>
+      new (await import('./daytona/daytona-adapter.ts')).DaytonaAdapter(config, credential),
     runs: 'external',
     needsCredentials: true,
   }),
   freestyle: kind({
     configSchema: freestyleConfigSchema,
-    build: (config, _pool, credential) => new FreestyleAdapter(config, credential),
+    build: async (config, _pool, credential) =>
+      new (await import('./freestyle/freestyle-adapter.ts')).FreestyleAdapter(config, credential),
     runs: 'external',
     needsCredentials: true,
   }),
@@ -132,7 +143,10 @@ export function requireValidPools(config: Config, source: string): void {
  * Builds a pool's adapter through its kind's entry: undefined for a kind this build does not have, an
  * invalid_request naming the field for a `config` the kind refuses.
  */
-export function buildAdapter(pool: PoolSpec, credential: string | undefined): ExecutionAdapter | undefined {
+export async function buildAdapter(
+  pool: PoolSpec,
+  credential: string | undefined,
+): Promise<ExecutionAdapter | undefined> {
   const facts = adapterKind(pool.adapter);
   if (facts === undefined) return undefined;
   const parsed = facts.configSchema.safeParse(pool.config);
@@ -145,6 +159,10 @@ export function buildAdapter(pool: PoolSpec, credential: string | undefined): Ex
     );
   // The entry's build takes its own schema's output: the union of entries needs the cast.
   return (
-    facts.build as (config: unknown, pool: PoolSpec, credential: string | undefined) => ExecutionAdapter
+    facts.build as (
+      config: unknown,
+      pool: PoolSpec,
+      credential: string | undefined,
+    ) => Promise<ExecutionAdapter>
   )(parsed.data, pool, credential);
 }

@@ -44,7 +44,7 @@ export async function buildPool(
   if (spec.credentials !== undefined && injected === undefined) {
     credential = await (options.resolveCredential ?? credentialResolver())(spec.credentials, spec.name);
   }
-  const built = injected ?? buildAdapter(spec, credential);
+  const built = injected ?? (await buildAdapter(spec, credential));
   if (built === undefined) throw errors.internal(`pool ${spec.name}: no adapter`);
   const adapter =
     options.traceAdapterCall === undefined

@@ -24,8 +24,10 @@ export async function countingDynamoDb(): Promise<CountingDynamoDb> {
   const base = localDynamoDbClient(local.endpoint);
   let requests = 0;
   base.middlewareStack.add(
-    (next) => async (args) => {
+    (next, context) => async (args) => {
       requests++;
+      if (process.env.BENCH_TRACE)
+        console.log('  ddb', context.commandName, JSON.stringify(args.input).slice(0, 300));
       return next(args);
     },
     { step: 'initialize', name: 'countRequests' },

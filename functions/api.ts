@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { executionModeStreamifyResponse } from '@middy/core/StreamifyResponse';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
 import type { HttpRequest, HttpResponse } from '../lib/http/types.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 
@@ -138,14 +138,15 @@ function counted<R extends { statusCode: number }>(
 export const apiFunction: FunctionDefinition<APIGatewayProxyEvent, APIGatewayProxyResult> = {
   name: 'api',
   kind: 'http',
-  core: (plane, tools) => counted(createApiHandler(plane), tools.metrics),
+  core: (container, tools) => counted(createApiHandler(createControlPlane(container)), tools.metrics),
   correlationId,
 };
 
 export const apiStreamFunction: FunctionDefinition<APIGatewayProxyEvent, StreamedResult> = {
   name: 'apiStream',
   kind: 'http',
-  core: (plane, tools) => counted(createStreamingApiHandler(plane), tools.metrics),
+  core: (container, tools) =>
+    counted(createStreamingApiHandler(createControlPlane(container)), tools.metrics),
   correlationId,
 };
 

@@ -1,12 +1,12 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { runOperation } from '../lib/scheduler/operations.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
 /** The operations worker: finishes stops, starts, pauses, resumes and snapshots the API recorded. */
-export function createOperationsHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createOperationsHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return createWorkQueueHandler(
     'operations',
     { queue: plane.queue, log: plane.log, metrics: tools?.metrics },

@@ -1,5 +1,5 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { refreshPools } from '../lib/scheduler/pool-refresh.ts';
 import type { PoolView } from '../lib/store/records.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
@@ -10,7 +10,7 @@ export interface PoolRefreshReport {
   pools: { pool: string; healthy: boolean; reason: string | null }[];
 }
 
-export function createPoolRefreshHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createPoolRefreshHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<PoolRefreshReport> => {
     requireScheduleEvent(event, 'pool-refresh');
     const views: PoolView[] = await refreshPools(plane);

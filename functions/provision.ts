@@ -1,12 +1,12 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
 /** The provision worker: places a queued sandbox on a pool and creates it there. */
-export function createProvisionHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createProvisionHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return createWorkQueueHandler(
     'provision',
     { queue: plane.queue, log: plane.log, metrics: tools?.metrics },

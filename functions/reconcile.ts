@@ -1,5 +1,5 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { type ReconcileReport, reconcile } from '../lib/scheduler/reconcile.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
@@ -33,7 +33,7 @@ export function publishReconcileMetrics(metrics: Metrics, report: ReconcileRepor
   if (report.ran) metrics.addMetric('ReconcileDuration', MetricUnit.Milliseconds, report.durationMs);
 }
 
-export function createReconcileHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createReconcileHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<ReconcileReport> => {
     requireScheduleEvent(event, 'reconcile');
     const report = await reconcile(plane);

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The scheduled tasks, each its own function, run every minute by EventBridge Scheduler. */
 export type ScheduledTask = 'sweep' | 'reconcile' | 'pool-refresh';

@@ -1,5 +1,5 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { type SweepReport, sweep } from '../lib/scheduler/sweep.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
@@ -17,7 +17,7 @@ const sweepMetrics = {
   skipped: 'SweepSkipped',
 } as const satisfies Record<keyof SweepReport, string>;
 
-export function createSweepHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createSweepHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return async (event: unknown): Promise<SweepReport> => {
     requireScheduleEvent(event, 'sweep');
     const report = await sweep(plane);

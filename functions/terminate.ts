@@ -1,12 +1,12 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { ControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';
 
 /** The terminate worker: deletes a sandbox's instance on its pool until it is gone. */
-export function createTerminateHandler(plane: ControlPlane, tools?: Pick<Observability, 'metrics'>) {
+export function createTerminateHandler(plane: ControlPlaneDeps, tools?: Pick<Observability, 'metrics'>) {
   return createWorkQueueHandler(
     'terminate',
     { queue: plane.queue, log: plane.log, metrics: tools?.metrics },

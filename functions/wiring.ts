@@ -9,7 +9,7 @@ import { buildPools } from '../adapters/registry.ts';
 import type { AdapterCallTracer } from '../adapters/traced-adapter.ts';
 import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
-import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
+import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { EventBridgePublisher } from '../lib/events/eventbridge.ts';
 import { publishLifecycleEvents } from '../lib/events/port.ts';
 import type { Log } from '../lib/log.ts';
@@ -113,11 +113,11 @@ export interface ContainerParts {
 }
 
 /**
- * A cold start: the pools (adapters built, capabilities read) and the control plane of one container.
- * Lambda runs it once per container through controlPlaneFromEnv; the local runtime once per simulated
- * container, so both build containers the same way.
+ * A cold start: the pools (adapters built, capabilities read) and the other parts of one container, which
+ * each function turns into what it uses (functions/entry.ts). Lambda runs it once per container through
+ * containerFromEnv; the local runtime once per simulated container, so both build containers the same way.
  */
-export async function wireControlPlane(parts: ContainerParts): Promise<ControlPlane> {
+export async function wireContainer(parts: ContainerParts): Promise<ControlPlaneDeps> {
   const { adapters, resolveCredential, traceAdapterCall, ...deps } = parts;
   // What preflight and synth refuse, a cold start refuses too, before building anything.
   requireValidPools(parts.config, 'the config');
@@ -128,11 +128,11 @@ export async function wireControlPlane(parts: ContainerParts): Promise<ControlPl
     ...(adapters !== undefined && { adapters }),
     ...(traceAdapterCall !== undefined && { traceAdapterCall }),
   });
-  return createControlPlane({ ...deps, pools });
+  return { ...deps, pools };
 }
 
-/** The control plane of one Lambda container, built once at cold start from the environment contract. */
-export async function controlPlaneFromEnv(): Promise<ControlPlane> {
+/** The parts of one Lambda container, built once at cold start from the environment contract. */
+export async function containerFromEnv(): Promise<ControlPlaneDeps> {
   requireAllEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl);
   const admin = await adminKeyFromEnv();
   const config = await loadConfig();
@@ -141,7 +141,7 @@ export async function controlPlaneFromEnv(): Promise<ControlPlane> {
   const provisionDlq = process.env[env.provisionDlqUrl];
   const terminateDlq = process.env[env.terminateDlqUrl];
   const operationsDlq = process.env[env.operationsDlqUrl];
-  return wireControlPlane({
+  return wireContainer({
     config,
     store: storeFromEnv(),
     ...(provisionDlq &&

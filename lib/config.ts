@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { features, isKnownFeature } from './adapter/port.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';

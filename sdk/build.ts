@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BuildOptions, build } from 'esbuild';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const root = new URL('..', import.meta.url).pathname;
 const out = join(root, 'dist', 'sdk-package');

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import { transitionalStatuses as transitional } from '../lib/sandboxes/state.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';

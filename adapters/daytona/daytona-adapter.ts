@@ -4,7 +4,7 @@
  * (exec, files). Documented deviations: exec output is stdout and stderr combined; exec has no stdin.
  */
 
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -31,21 +31,7 @@ import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
-
-export const daytonaConfigSchema = z.strictObject({
-  apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).default('https://app.daytona.io/api'),
-  /** Region (Daytona's `target`). */
-  target: z.string().min(1).optional(),
-  /** The snapshot (Daytona's template image) a sandbox starts from when the request names no template. */
-  snapshot: z.string().min(1).optional(),
-  /** container (default) or linux-vm: only VM-class sandboxes pause with memory kept. */
-  class: z.enum(['container', 'linux-vm']).default('container'),
-  /** Preview URLs' lifetime. */
-  portURLSeconds: z.int().min(1).max(86_400).default(3600),
-  readyTimeoutSeconds: z.int().min(1).max(900).default(180),
-  pollIntervalMs: z.int().min(10).max(10_000).default(1000),
-});
-export type DaytonaConfig = z.infer<typeof daytonaConfigSchema>;
+import type { DaytonaConfig } from './config.ts';
 
 const labels = ownershipLabelKeys;
 /** The toolbox waits forever without a timeout; an unset one is sent as 600 s (the seeds' table). */

@@ -1,6 +1,6 @@
 import { cp, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -24,28 +24,9 @@ import {
 } from '../../lib/adapter/port.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import type { DevhostConfig } from './config.ts';
 import { bubblewrapAvailable, jailArgs, jailPath } from './jail.ts';
 import { CappedBuffer, runProcess } from './run-process.ts';
-
-export const devhostConfigSchema = z.strictObject({
-  /**
-   * Directory holding one sub-directory per sandbox: by default beside the checkout that runs it
-   * (`.differently/devhost`), so two installations on one machine never share one.
-   */
-  root: z.string().min(1).default(resolvePath('.differently', 'devhost')),
-  /** Cap on each of stdout and stderr kept by a synchronous exec. */
-  outputMaxBytes: z
-    .int()
-    .min(1024)
-    .default(1024 * 1024),
-  /**
-   * `bubblewrap`: each command in its own mount and PID namespaces, the sandbox's folder as its `/`
-   * (adapters/devhost/jail.ts); `none`: host processes in the sandbox's folder; `auto` (default):
-   * bubblewrap where it works, otherwise none, said in the pool's limitations and at start.
-   */
-  isolation: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
-});
-export type DevhostConfig = z.infer<typeof devhostConfigSchema>;
 
 export const devhostDefaultTimeoutSeconds = 600;
 export const devhostMaxTimeoutSeconds = 7200;

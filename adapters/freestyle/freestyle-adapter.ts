@@ -6,7 +6,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -33,19 +33,7 @@ import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient, type RequestOptions } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
-
-export const freestyleConfigSchema = z.strictObject({
-  apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).default('https://api.freestyle.sh'),
-  /** The base snapshot a VM boots from when the request names no template (its size is the VM's). */
-  snapshot: z.string().min(1).default('freestyle/ubuntu-sm'),
-  /** none: the VM has no outbound network (Freestyle's default-deny firewall); public: outbound allowed. */
-  egress: z.enum(['none', 'public']).default('none'),
-  /** Port URLs are TLS rules on <port>-<slug>.<domain>: a verified domain, or style.dev. */
-  domain: z.string().min(1).default('style.dev'),
-  readyTimeoutSeconds: z.int().min(1).max(900).default(180),
-  pollIntervalMs: z.int().min(10).max(10_000).default(2000),
-});
-export type FreestyleConfig = z.infer<typeof freestyleConfigSchema>;
+import type { FreestyleConfig } from './config.ts';
 
 const metadataKeys = { sandboxId: 'dly-sandbox-id', installation: 'dly-installation' };
 /** Where the sandbox's env lives in the guest: written 0600 at create, sourced by every exec. */

@@ -4,7 +4,7 @@
  * in an error. The provider's own error code is kept in details.providerCode.
  */
 
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ApiError, type ErrorCode, errors } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import { maxJsonAnswerBytes, readBounded } from './bounded-body.ts';

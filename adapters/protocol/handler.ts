@@ -3,7 +3,7 @@
  * is transport-neutral (`createProtocolHandler`); `server.ts` runs it as a Node HTTP server and
  * `lambda.ts` behind a Lambda Function URL.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import {
   adapterProtocolVersion,
   type ExecutionAdapter,

@@ -9,7 +9,8 @@
  */
 import { parseArgs } from 'node:util';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
-import { DevhostAdapter, devhostConfigSchema } from '../devhost/devhost-adapter.ts';
+import { devhostConfigSchema } from '../devhost/config.ts';
+import { DevhostAdapter } from '../devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../fake/fake-adapter.ts';
 import { createProtocolHandler } from './handler.ts';
 import { startAdapterServer } from './server.ts';

@@ -2,7 +2,7 @@
  * The adapter HTTP protocol's bodies (adapter specification section 7), as zod schemas shared by the
  * handler (what it accepts) and the remote client (what it trusts of a server's answers).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { errorCodes } from '../../lib/errors.ts';
 
 export const protocolBase = '/adapter/v1';

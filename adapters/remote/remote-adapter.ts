@@ -4,7 +4,7 @@
  * the pool advertises is what the plugin declares on /info (already filtered there).
  */
 
-import { z } from 'zod';
+import type * as z from 'zod';
 import {
   type AdapterInfo,
   adapterProtocolVersion,
@@ -45,18 +45,7 @@ import {
   snapshotSchema,
   streamLineSchema,
 } from '../protocol/wire.ts';
-
-export const remoteConfigSchema = z.strictObject({
-  /** The plugin server's base URL (the protocol's routes live under /adapter/v1). */
-  endpoint: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
-  /** Upper bound on one request; the caller's own deadline applies first. Default 2 h 15 min. */
-  timeoutSeconds: z
-    .int()
-    .min(1)
-    .max(24 * 3600)
-    .default(8100),
-});
-export type RemoteConfig = z.infer<typeof remoteConfigSchema>;
+import type { RemoteConfig } from './config.ts';
 
 type Fetch = typeof fetch;
 

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { formatIssues } from '../../lib/config.ts';
 import { createPoolSchema, updatePoolSchema } from '../../lib/schemas/pools.ts';
 import type { PoolDetail } from '../../sdk/index.ts';

@@ -19,11 +19,11 @@ import { reconcileFunction } from '../../functions/reconcile.ts';
 import { scheduleEvent } from '../../functions/schedule-event.ts';
 import { sweepFunction } from '../../functions/sweep.ts';
 import { terminateFunction } from '../../functions/terminate.ts';
-import { wireControlPlane } from '../../functions/wiring.ts';
+import { wireContainer } from '../../functions/wiring.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import type { AuditEvent } from '../../lib/audit/chain.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
-import type { ControlPlane } from '../../lib/control-plane.ts';
+import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { type EventPublisher, type LifecycleEvent, publishLifecycleEvents } from '../../lib/events/port.ts';
 import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
@@ -248,7 +248,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       : { store: () => options.store as Store, table: undefined, stop: async () => {} };
   const backends = { ...fakeBackends(config), ...options.adapters };
   const coldStart = () =>
-    wireControlPlane({
+    wireContainer({
       config,
       store: backing.store(),
       queue: new SqsWorkQueue(sqs.client, sqs.urls),
@@ -258,7 +258,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       adapters: backends,
       validateResponses: true,
     });
-  const plane = await coldStart();
+  const plane = createControlPlane(await coldStart());
   const timeouts = functionTimeouts(config);
   const count = options.containers ?? 2;
   // Each container runs the function's own middleware stack (functions/middlewares.ts) with its own tools.

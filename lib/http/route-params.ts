@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { idPattern } from '../ids.ts';
 
 export const orgParams = z.strictObject({ id: z.string().regex(idPattern('org'), 'an org id (org_...)') });

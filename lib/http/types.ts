@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { OrgPrincipal, Principal } from '../tenancy/auth.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Config } from '../config.ts';
 import { errors } from '../errors.ts';
 import type { createPoolSchema, PoolDetail, updatePoolSchema } from '../schemas/pools.ts';

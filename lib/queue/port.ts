@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { lifecycleActions } from '../schemas/operations.ts';
 
 export const queueNames = ['provision', 'terminate', 'operations'] as const;

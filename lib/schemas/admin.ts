@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const poolReconcileReportSchema = z.object({
   pool: z.string(),

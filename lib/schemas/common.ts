@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Labels tenants may set; the `differently.dev/` prefix is reserved for the control plane's own stamps. */
 export const reservedLabelPrefix = 'differently.dev/';

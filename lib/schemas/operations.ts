@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { idPattern } from '../ids.ts';
 
 export const pathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
 import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
 

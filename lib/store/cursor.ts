@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { errors } from '../errors.ts';
 
 const cursorSchema = z.object({ after: z.string() });

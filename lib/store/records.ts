@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { poolConfigSchema } from '../config.ts';
 import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type {

@@ -1,12 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
+import { devhostConfigSchema } from '../../adapters/devhost/config.ts';
+import { DevhostAdapter } from '../../adapters/devhost/devhost-adapter.ts';
 import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { FakeAdapter, fakeDefaultFeatures } from '../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { startAdapterServer } from '../../adapters/protocol/server.ts';
-import { RemoteAdapter, remoteConfigSchema } from '../../adapters/remote/remote-adapter.ts';
+import { remoteConfigSchema } from '../../adapters/remote/config.ts';
+import { RemoteAdapter } from '../../adapters/remote/remote-adapter.ts';
 import { errors } from '../../lib/errors.ts';
 import { fakeShell } from '../helpers/fake-shell.ts';
 import { adapterConformance, type ConformanceHarness, type FailureKind } from './adapter-conformance.ts';

@@ -1,10 +1,10 @@
 import { describe, it } from 'vitest';
-import { DaytonaAdapter, daytonaConfigSchema } from '../../adapters/daytona/daytona-adapter.ts';
-import { FreestyleAdapter, freestyleConfigSchema } from '../../adapters/freestyle/freestyle-adapter.ts';
-import {
-  OpenSandboxAdapter,
-  openSandboxConfigSchema,
-} from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
+import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
+import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
+import { FreestyleAdapter } from '../../adapters/freestyle/freestyle-adapter.ts';
+import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
+import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 

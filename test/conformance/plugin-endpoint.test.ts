@@ -1,5 +1,6 @@
 import { describe, it } from 'vitest';
-import { RemoteAdapter, remoteConfigSchema } from '../../adapters/remote/remote-adapter.ts';
+import { remoteConfigSchema } from '../../adapters/remote/config.ts';
+import { RemoteAdapter } from '../../adapters/remote/remote-adapter.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
 /**

@@ -1,9 +1,9 @@
-import { DaytonaAdapter, daytonaConfigSchema } from '../../adapters/daytona/daytona-adapter.ts';
-import { FreestyleAdapter, freestyleConfigSchema } from '../../adapters/freestyle/freestyle-adapter.ts';
-import {
-  OpenSandboxAdapter,
-  openSandboxConfigSchema,
-} from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
+import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
+import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
+import { FreestyleAdapter } from '../../adapters/freestyle/freestyle-adapter.ts';
+import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
+import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';

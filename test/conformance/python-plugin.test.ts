@@ -1,4 +1,5 @@
-import { RemoteAdapter, remoteConfigSchema } from '../../adapters/remote/remote-adapter.ts';
+import { remoteConfigSchema } from '../../adapters/remote/config.ts';
+import { RemoteAdapter } from '../../adapters/remote/remote-adapter.ts';
 import { startPythonPlugin } from '../helpers/python-plugin.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import type { ExecEvent } from '../../lib/adapter/port.ts';

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';

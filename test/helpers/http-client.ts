@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const envelopeSchema = z.strictObject({
   error: z.strictObject({

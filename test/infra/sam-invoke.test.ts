@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { wireControlPlane } from '../../functions/wiring.ts';
+import { wireContainer } from '../../functions/wiring.ts';
 import { buildApp } from '../../infra/cdk/app.ts';
 import { type EmbeddedSqs, startEmbeddedSqs } from '../../infra/local/embedded-sqs.ts';
 import { samEnvironment } from '../../infra/local/sam-env.ts';
 import { parseConfig } from '../../lib/config.ts';
-import type { ControlPlane } from '../../lib/control-plane.ts';
+import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
@@ -84,12 +84,14 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     const client = localDynamoDbClient(dynamodb);
     await ensureTable(client, tableName);
     const store = new DynamoDbStore({ client: documentClient(client), tableName });
-    operator = await wireControlPlane({
-      config,
-      store,
-      queue: new SqsWorkQueue(sqs.client, sqs.urls),
-      log: silentLog,
-    });
+    operator = createControlPlane(
+      await wireContainer({
+        config,
+        store,
+        queue: new SqsWorkQueue(sqs.client, sqs.urls),
+        log: silentLog,
+      }),
+    );
     const adminKey = `dadm_${'k'.repeat(32)}`;
     samEnv = samEnvironment({
       dynamodbEndpoint: dynamodb,

@@ -6,7 +6,8 @@ import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { lambdaAdapterHandler } from '../../adapters/protocol/lambda.ts';
 import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';
-import { RemoteAdapter, remoteConfigSchema } from '../../adapters/remote/remote-adapter.ts';
+import { remoteConfigSchema } from '../../adapters/remote/config.ts';
+import { RemoteAdapter } from '../../adapters/remote/remote-adapter.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { errors } from '../../lib/errors.ts';
 

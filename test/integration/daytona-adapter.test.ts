@@ -1,9 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  DaytonaAdapter,
-  daytonaConfigSchema,
-  daytonaStateOf,
-} from '../../adapters/daytona/daytona-adapter.ts';
+import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
+import { DaytonaAdapter, daytonaStateOf } from '../../adapters/daytona/daytona-adapter.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
 import {
   envScript,
   FreestyleAdapter,
-  freestyleConfigSchema,
   freestyleStateOf,
   powerOfTwoAtLeast,
   slugOf,

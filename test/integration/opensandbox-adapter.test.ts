@@ -3,11 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeForStatus } from '../../adapters/httpx/http-client.ts';
 import { LineSplitter } from '../../adapters/httpx/lines.ts';
 import { shellQuote } from '../../adapters/httpx/shell-quote.ts';
-import {
-  instanceStateOf,
-  OpenSandboxAdapter,
-  openSandboxConfigSchema,
-} from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
+import { instanceStateOf, OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import {
   createSandboxRequestSchema,

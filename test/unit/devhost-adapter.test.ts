@@ -2,7 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DevhostAdapter, devhostConfigSchema } from '../../adapters/devhost/devhost-adapter.ts';
+import { devhostConfigSchema } from '../../adapters/devhost/config.ts';
+import { DevhostAdapter } from '../../adapters/devhost/devhost-adapter.ts';
 import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 
 /** CI installs bubblewrap (.ci/run): there, the jail's tests must run, never be skipped. */

@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { APIGatewayProxyEvent, Context, SQSEvent } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context, SQSEvent } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { apiFunction } from '../../functions/api.ts';
 import { handlerFor } from '../../functions/entry.ts';
@@ -53,14 +53,15 @@ describe('the middleware stack every entry point runs in', () => {
       'Content-Security-Policy': expect.stringContaining("default-src 'none'"),
     });
 
+    // The API function's own stack around work that throws past the router.
     const broken = handlerFor(
-      apiFunction,
       {
-        ...plane,
-        handleHttp: async () => {
+        ...apiFunction,
+        core: () => async (): Promise<APIGatewayProxyResult> => {
           throw new Error('table differently-prod: secret sk_live_abc is wrong');
         },
       },
+      plane,
       loudTools('api'),
     );
     const stdout = capturePowertoolsOutput();

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { trustReport } from '../../placement/trust.ts';
 import { reconcileReportSchema } from '../../schemas/admin.ts';
 import { pageOf } from '../../schemas/common.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { errors } from '../../errors.ts';
 import { ndjsonStream } from '../../sandboxes/exec-stream.ts';
 import { pageOf } from '../../schemas/common.ts';

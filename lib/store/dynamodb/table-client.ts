@@ -7,7 +7,7 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { ApiError } from '../../errors.ts';
 import { encodeCursor } from '../cursor.ts';
 import type { Page } from '../port.ts';
