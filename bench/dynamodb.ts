@@ -10,32 +10,74 @@ import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/clien
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 
+export interface RequestCounts {
+  /** Every request sent. */
+  requests: number;
+  /** Of them, the audit chain's linking (claim of the head, outbox query, link transaction). */
+  linking: number;
+  /**
+   * Sequential round trips of the request path: requests (linking aside) started while no other was in
+   * flight; requests sent in parallel share one.
+   */
+  roundTrips: number;
+}
+
 export interface CountingDynamoDb {
   base: DynamoDBClient;
   doc: DynamoDBDocumentClient;
   /** DynamoDB requests sent so far, counted by an SDK middleware. */
   requests(): number;
+  counts(): RequestCounts;
+  /** Calls `listener` with each request's command name and input (as the document client took it). */
+  listen(listener: RequestListener): () => void;
   stop(): Promise<void>;
+}
+
+export type RequestListener = (command: string, input: unknown) => void;
+
+/** Linking's requests: they touch the chain head (claim, link) or query an outbox; a change's own do not. */
+export function isLinking(command: string, input: string): boolean {
+  if (command === 'QueryCommand') return input.includes('#OUTBOX');
+  return input.includes('"AUDITHEAD"');
 }
 
 /** DynamoDB Local with a client that counts every request it sends: the benchmarks' store. */
 export async function countingDynamoDb(): Promise<CountingDynamoDb> {
   const local = await startDynamoDbLocal();
   const base = localDynamoDbClient(local.endpoint);
-  let requests = 0;
+  const counts: RequestCounts = { requests: 0, linking: 0, roundTrips: 0 };
+  const listeners = new Set<RequestListener>();
+  let inFlight = 0;
   base.middlewareStack.add(
     (next, context) => async (args) => {
-      requests++;
-      if (process.env.BENCH_TRACE)
-        console.log('  ddb', context.commandName, JSON.stringify(args.input).slice(0, 300));
-      return next(args);
+      const input = JSON.stringify(args.input);
+      const linking = isLinking(context.commandName ?? '', input);
+      counts.requests++;
+      if (linking) counts.linking++;
+      // BENCH_TRACE=1 prints each request: what the counts are made of.
+      if (process.env.BENCH_TRACE) console.log('  ddb', context.commandName, input.slice(0, 300));
+      for (const listener of listeners) listener(context.commandName ?? '', args.input);
+      // Linking runs beside the request path (after the change it links): only the path's trips count.
+      if (linking) return next(args);
+      if (inFlight === 0) counts.roundTrips++;
+      inFlight++;
+      try {
+        return await next(args);
+      } finally {
+        inFlight--;
+      }
     },
     { step: 'initialize', name: 'countRequests' },
   );
   return {
     base,
     doc: documentClient(base),
-    requests: () => requests,
+    requests: () => counts.requests,
+    counts: () => ({ ...counts }),
+    listen(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async stop() {
       base.destroy();
       await local.stop();
@@ -45,19 +87,23 @@ export async function countingDynamoDb(): Promise<CountingDynamoDb> {
 
 /**
  * A control plane on a new table of `db`, with one fake pool `fake` and a queue that drops messages:
- * the benchmarks drive the workers themselves. Audit links are not made inline, so request counts show
- * the API's and workers' own requests, and linking is counted on its own.
+ * the benchmarks drive the workers themselves. Audit links are made inline (as deployed) only when asked.
  */
-export async function benchPlane(db: CountingDynamoDb, tableName: string) {
+export async function benchPlane(
+  db: CountingDynamoDb,
+  tableName: string,
+  options: { linkInline?: boolean } = {},
+) {
   await ensureTable(db.base, tableName);
-  const store = new DynamoDbStore({ client: db.doc, tableName, linkInline: false });
+  const store = new DynamoDbStore({ client: db.doc, tableName, linkInline: options.linkInline ?? false });
   const fake = new FakeAdapter();
   const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
+  // Wired as a Lambda container is (functions/wiring.ts): the registry reads runtime pools from the store.
   const plane = createControlPlane({
     config,
     store,
     queue: { send: async () => {}, changeVisibility: async () => {} },
-    pools: await buildPools(config, { log: silentLog, adapters: { fake } }),
+    pools: await buildPools(config, { log: silentLog, adapters: { fake }, store }),
     log: silentLog,
     adminKey: 'bench-admin',
   });

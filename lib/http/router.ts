@@ -37,6 +37,8 @@ export interface RouterDeps {
  * Matches a request to a route, authenticates, parses and validates params, query and body with the
  * route's zod schemas, and maps every thrown error to the envelope in one place.
  */
+const anonymous: Principal = { kind: 'anonymous' };
+
 export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
   const compiled = routes.map(compile);
 
@@ -87,10 +89,13 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     request: HttpRequest,
     rawParams: Record<string, string>,
   ): Promise<HttpResponse> {
-    const principal: Principal =
+    const { principal, along } =
       definition.auth === 'none'
-        ? { kind: 'anonymous' }
-        : await deps.authenticator.authenticate(request.headers.authorization);
+        ? { principal: anonymous, along: {} }
+        : await deps.authenticator.authenticate(
+            request.headers.authorization,
+            definition.readAlong?.(rawParams),
+          );
     if (definition.auth === 'admin' && principal.kind !== 'admin') {
       throw errors.forbidden('this route needs the admin key');
     }
@@ -106,7 +111,7 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     }
     const body =
       definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
-    const result = await definition.handle({ request, principal, params, query, body });
+    const result = await definition.handle({ request, principal, params, query, body, along });
     if (result.stream !== undefined) {
       return { status: result.status, headers: { ...result.headers }, body: '', stream: result.stream };
     }

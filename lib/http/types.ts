@@ -1,5 +1,6 @@
 import type * as z from 'zod';
-import type { OrgPrincipal, Principal } from '../tenancy/auth.ts';
+import type { ReadAlongResult } from '../store/port.ts';
+import type { OrgPrincipal, Principal, WantedAlong } from '../tenancy/auth.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
 export interface HttpRequest {
@@ -46,6 +47,8 @@ export interface RouteContext<P, Q, B, A extends AuthRequirement = AuthRequireme
   params: P;
   query: Q;
   body: B;
+  /** What the route's `readAlong` asked for, where it was read with the key (see RouteDefinition). */
+  along: ReadAlongResult;
 }
 
 export interface RouteResult {
@@ -78,6 +81,11 @@ export interface RouteDefinition<
   /** The body is bytes (application/octet-stream), passed to the handler as `request.body`, not JSON. */
   rawBody?: { maxBytes: number };
   responses: Record<number, z.ZodType | null>;
+  /**
+   * Records the handler reads next, fetched with the caller's key in one round trip (from the raw path
+   * parameters, before validation: an id that is not one is simply not read along).
+   */
+  readAlong?: (rawParams: Record<string, string>) => WantedAlong;
   handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<RouteResult>;
 }
 

@@ -64,16 +64,20 @@ export interface RankedPools {
   placement: Placement;
 }
 
-/** The scheduler's placement of one sandbox: the permitted, eligible pools in the order to try them. */
+/**
+ * The scheduler's placement of one sandbox: the permitted, eligible pools in the order to try them. The
+ * registry must be current, whichever container this is: a policy or pool changed through another
+ * container moments ago must rule this placement (an external pool just disallowed must not receive
+ * work), and so must a pool another container marked down. The caller synced it to the pools' version it
+ * read with the sandbox (`synced`), or it is read here.
+ */
 export async function rankPools(
   record: SandboxRecord,
   deps: { pools: PoolRegistry; store: Store; config: Config },
   now = Date.now(),
+  options: { synced?: boolean } = {},
 ): Promise<RankedPools> {
-  // Fresh, whichever container this is: a policy or pool changed through another container moments ago
-  // must rule this placement (an external pool just disallowed must not receive work), and so must a
-  // pool another container marked down. One round trip (pools, views and policy read in parallel).
-  await deps.pools.sync(true);
+  if (options.synced !== true) await deps.pools.sync(true);
   const { states, placement } = await placeNow(record, deps, now);
   const byName = new Map(states.map((s) => [s.pool.config.name, s.pool]));
   const candidates = placement.ranked.flatMap((state) => {

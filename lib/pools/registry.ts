@@ -59,6 +59,8 @@ export class PoolRegistry {
   #policyStored = false;
   #syncedAt = Number.NEGATIVE_INFINITY;
   #syncing: Promise<void> | undefined;
+  /** The store's pools version this registry last loaded (undefined: never loaded). */
+  #version: string | null | undefined;
 
   constructor(pools: Pool[], options: PoolRegistryOptions = {}) {
     this.#configured = pools;
@@ -81,12 +83,23 @@ export class PoolRegistry {
     await this.#syncing;
   }
 
+  /**
+   * Syncs only if the store's pools version (read by the caller moments ago, consistently, with what it
+   * reads anyway) differs from the one loaded. Every write among pools, views, down marks and the policy
+   * moves the version, so an operator's change or a pool marked down rules the very next request or
+   * placement, whichever container serves it, and an unchanged store costs no read.
+   */
+  async syncTo(version: string | null): Promise<void> {
+    if (this.#options.store === undefined || (this.#version !== undefined && version === this.#version))
+      return;
+    await this.sync(true);
+    // A load already under way may have read before the change this version stands for: once more then.
+    if (this.#version !== version) await this.sync(true);
+  }
+
   async #load(store: Store): Promise<void> {
-    const [records, views, policy] = await Promise.all([
-      store.listPools(),
-      store.listPoolViews(),
-      store.getPolicy(),
-    ]);
+    const { pools: records, views, policy, version } = await store.readPools();
+    this.#version = version;
     const seen = new Set<string>();
     for (const record of records) {
       seen.add(record.name);

@@ -5,7 +5,7 @@ import { type PlacementRequest, place } from '../placement/policy.ts';
 import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import { type CreateSandboxRequest, type Resources, resourcesSchema } from '../schemas/sandboxes.ts';
-import type { Store } from '../store/port.ts';
+import type { ReadAlongResult, Store } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { neverFits } from '../tenancy/quota.ts';
@@ -40,6 +40,7 @@ export async function admit(
   deps: AdmissionDeps,
   principal: OrgPrincipal,
   request: CreateSandboxRequest,
+  along: ReadAlongResult = {},
 ): Promise<Admission> {
   const projectId = await projectFor(deps, principal, request.projectId);
   // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
@@ -75,9 +76,13 @@ export async function admit(
       { field: 'classification' },
     );
   }
-  // Admission reads pools, the policy and the quota fresh, in one round trip: an operator's change
-  // applies to the very next request, whichever container serves it.
-  const [org] = await Promise.all([freshOrg(deps, principal.orgId), deps.pools.sync(true)]);
+  // Admission reads pools, the policy and the quota fresh: an operator's change applies to the very next
+  // request, whichever container serves it. The org and the pools' version usually came with the key, in
+  // the same round trip; the pools are read again only if their version moved.
+  const [org] = await Promise.all([
+    along.org === undefined ? freshOrg(deps, principal.orgId) : found(along.org, principal.orgId),
+    along.poolsVersion === undefined ? deps.pools.sync(true) : deps.pools.syncTo(along.poolsVersion),
+  ]);
   for (const name of request.placement?.allowedPools ?? []) await deps.pools.ensure(name);
   for (const name of request.placement?.allowedPools ?? []) {
     if (deps.pools.get(name) === undefined) {
@@ -117,8 +122,11 @@ export async function admit(
  * through another container admit a sandbox that can never run (docs/architecture.md).
  */
 async function freshOrg(deps: AdmissionDeps, orgId: string): Promise<OrgRecord> {
-  const org = await deps.store.getOrg(orgId);
-  if (org === undefined) throw errors.notFound('org', orgId);
+  return found((await deps.store.getOrg(orgId)) ?? null, orgId);
+}
+
+function found(org: OrgRecord | null, orgId: string): OrgRecord {
+  if (org === null) throw errors.notFound('org', orgId);
   return org;
 }
 

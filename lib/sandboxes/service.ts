@@ -16,7 +16,14 @@ import {
   type ExecResult,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
-import type { Page, PageRequest, SandboxFilter, SandboxPatch, Store } from '../store/port.ts';
+import type {
+  Page,
+  PageRequest,
+  ReadAlongResult,
+  SandboxFilter,
+  SandboxPatch,
+  Store,
+} from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { admit } from './admission.ts';
@@ -67,9 +74,9 @@ export class SandboxService {
     principal: OrgPrincipal,
     request: CreateSandboxRequest,
     idempotencyKey?: string,
-    internal: { forkedFrom?: string } = {},
+    internal: { forkedFrom?: string; along?: ReadAlongResult } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
-    const admitted = await admit(this.#deps, principal, request);
+    const admitted = await admit(this.#deps, principal, request, internal.along);
     const { projectId, allowedPools, capabilities, classification, resources, template, regions } = admitted;
     const nowDate = this.#now();
     const now = nowDate.toISOString();
@@ -130,8 +137,8 @@ export class SandboxService {
     return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };
   }
 
-  async get(principal: OrgPrincipal, id: string): Promise<SandboxView> {
-    return sandboxView(await this.load(principal, id));
+  async get(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxView> {
+    return sandboxView(await this.load(principal, id, along));
   }
 
   async list(principal: OrgPrincipal, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxView>> {
@@ -221,12 +228,18 @@ export class SandboxService {
    * write between our read and our write (the sandbox just started running, say) is not the caller's
    * problem: the read-modify-write is done again on the new version.
    */
-  async delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
-    return retryOnConflict(() => this.#delete(principal, id));
+  async delete(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxView> {
+    let read = along;
+    return retryOnConflict(() => {
+      // What was read with the key serves the first attempt; a retry reads again.
+      const attempt = this.#delete(principal, id, read);
+      read = {};
+      return attempt;
+    });
   }
 
-  async #delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
-    const record = await this.load(principal, id);
+  async #delete(principal: OrgPrincipal, id: string, along: ReadAlongResult): Promise<SandboxView> {
+    const record = await this.load(principal, id, along);
     if (record.status === 'terminating' || record.status === 'terminated') return sandboxView(record);
     const updated = await transitionSandbox(
       this.#deps.store,
@@ -237,11 +250,20 @@ export class SandboxService {
     );
     await this.#enqueue('terminate', updated);
     // Its reservation was released with the move to terminating: let waiters use it now.
-    await wakeWaiters(this.#deps, { orgId: record.orgId, pool: record.pool });
+    await wakeWaiters(this.#deps, {
+      orgId: record.orgId,
+      pool: record.pool,
+      ...(along.waiting !== undefined && { orgWaiting: along.waiting }),
+    });
     return sandboxView(updated);
   }
 
-  async exec(principal: OrgPrincipal, id: string, request: ExecRequest): Promise<ExecResult> {
+  async exec(
+    principal: OrgPrincipal,
+    id: string,
+    request: ExecRequest,
+    along: ReadAlongResult = {},
+  ): Promise<ExecResult> {
     const { syncExecMaxSeconds } = this.#deps.config.api;
     if (request.timeoutSeconds !== undefined && request.timeoutSeconds > syncExecMaxSeconds) {
       throw errors.invalidRequest(
@@ -249,7 +271,7 @@ export class SandboxService {
         { field: 'timeoutSeconds', max: syncExecMaxSeconds },
       );
     }
-    const record = requireRunning(await this.load(principal, id));
+    const record = requireRunning(await this.load(principal, id, along));
     const adapter = this.#deps.pools.adapterOf(record.pool);
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
     const result = await adapter.exec(
@@ -263,18 +285,26 @@ export class SandboxService {
   }
 
   /** Streamed exec: checks now, output later (see lib/sandboxes/exec-stream.ts). */
-  async execStream(principal: OrgPrincipal, id: string, request: ExecRequest, cancelled?: AbortSignal) {
-    return prepareExecStream(this.#deps, this, principal, id, request, cancelled);
+  async execStream(
+    principal: OrgPrincipal,
+    id: string,
+    request: ExecRequest,
+    cancelled?: AbortSignal,
+    along: ReadAlongResult = {},
+  ) {
+    return prepareExecStream(this.#deps, this, principal, id, request, cancelled, along);
   }
 
-  /** The record if the principal may see it; otherwise not_found, so ids of other tenants leak nothing. */
   /**
-   * A tenant's sandbox, for an operation on it. The pool registry is synced first (cheap when recent): the
-   * sandbox may live on a pool added through the admin API after this container started.
+   * A tenant's sandbox, for an operation on it: not_found if the principal may not see it, so ids of
+   * other tenants leak nothing. Taken from what was read with the key when the route asked for it
+   * (`along`), otherwise read now. The pool registry is synced too (cheap when recent): the sandbox may
+   * live on a pool added through the admin API after this container started.
    */
-  async load(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
+  async load(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxRecord> {
+    const readAlong = along.sandbox !== undefined && (along.sandbox === null || along.sandbox.id === id);
     const [record] = await Promise.all([
-      this.#deps.store.getSandbox(principal.orgId, id),
+      readAlong ? (along.sandbox ?? undefined) : this.#deps.store.getSandbox(principal.orgId, id),
       this.#deps.pools.sync(),
     ]);
     if (record === undefined || (principal.projectId !== null && record.projectId !== principal.projectId)) {

@@ -53,7 +53,13 @@ async function provisionOnce(
   receiveCount: number,
 ): Promise<WorkOutcome> {
   const now = () => deps.now?.() ?? new Date();
-  const record = await deps.store.getSandbox(message.orgId, message.sandboxId);
+  // The sandbox and the pools' version in one round trip: the pools are read again only if they changed.
+  const read = await deps.store.readAlong({
+    orgId: message.orgId,
+    sandboxId: message.sandboxId,
+    poolsVersion: true,
+  });
+  const record = read.sandbox ?? undefined;
   if (record === undefined) {
     deps.log.warn('provision message for an unknown sandbox; acknowledged', { ...message });
     return done;
@@ -76,8 +82,9 @@ async function provisionOnce(
     return done;
   }
 
-  // rankPools reads pools, views (health, down marks) and the policy fresh from the store.
-  const ranked = await rankPools(record, deps, now().getTime());
+  // Placement on current pools, views (health, down marks) and policy, whichever container this is.
+  await deps.pools.syncTo(read.poolsVersion ?? null);
+  const ranked = await rankPools(record, deps, now().getTime(), { synced: true });
   // A sandbox already provisioning on a pool keeps that pool first: its Create may have succeeded.
   const candidates =
     record.status === 'provisioning' && record.pool !== null

@@ -22,12 +22,19 @@ const waiting = (record: SandboxRecord) => record.status === 'queued' && record.
  */
 export async function wakeWaiters(
   deps: WakeDeps,
-  released: { orgId: string; pool: string | null },
+  released: {
+    orgId: string;
+    pool: string | null;
+    /** The org's count of waiting sandboxes, when the caller read it already: 0 means no one to wake. */
+    orgWaiting?: number;
+  },
 ): Promise<number> {
   try {
     const candidates = new Map<string, SandboxRecord>();
-    const ofOrg = await deps.store.listSandboxes(released.orgId, { status: 'queued' }, { limit: 25 });
-    for (const record of ofOrg.items.filter(waiting).slice(0, wakeCount)) candidates.set(record.id, record);
+    if (released.orgWaiting !== 0) {
+      const ofOrg = await deps.store.listQueued(released.orgId, 25);
+      for (const record of ofOrg.filter(waiting).slice(0, wakeCount)) candidates.set(record.id, record);
+    }
     if (released.pool !== null) {
       const pool = released.pool;
       const anyOrg = await deps.store.listSandboxesByStatus('queued', { limit: 25 });
@@ -45,7 +52,8 @@ export async function wakeWaiters(
     return candidates.size;
   } catch (error) {
     deps.log.warn('could not wake waiting sandboxes; they look again on their own', {
-      ...released,
+      orgId: released.orgId,
+      pool: released.pool,
       error: describeError(error),
     });
     return 0;

@@ -1,6 +1,6 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newId, newUlid } from '../ids.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
@@ -15,6 +15,9 @@ import {
   isWaiting,
   type Page,
   type PageRequest,
+  type PoolsState,
+  type ReadAlong,
+  type ReadAlongResult,
   type SandboxFilter,
   type SandboxPatch,
   type SnapshotSettlement,
@@ -64,6 +67,7 @@ export class MemoryStore implements Store {
   readonly #pools = new Map<string, PoolRecord>();
   readonly #poolViews = new Map<string, PoolView>();
   #policy: PlacementPolicy | undefined;
+  #poolsVersion: string | null = null;
   readonly #now: () => Date;
 
   readonly #onLinking: ((events: AuditEvent[]) => Promise<void>) | undefined;
@@ -102,6 +106,26 @@ export class MemoryStore implements Store {
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
     return copy(this.#keys.get(id));
+  }
+
+  async getKeyWith(
+    keyId: string,
+    along: ReadAlong,
+  ): Promise<{ key: KeyRecord | undefined; along: ReadAlongResult }> {
+    return { key: await this.getKey(keyId), along: await this.readAlong(along) };
+  }
+
+  async readAlong(along: ReadAlong): Promise<ReadAlongResult> {
+    const result: ReadAlongResult = {};
+    if (along.org === true) result.org = (await this.getOrg(along.orgId)) ?? null;
+    if (along.sandboxId !== undefined)
+      result.sandbox = (await this.getSandbox(along.orgId, along.sandboxId)) ?? null;
+    if (along.waiting === true)
+      result.waiting = [...this.#sandboxes.values()].filter(
+        (sandbox) => sandbox.orgId === along.orgId && isWaiting(sandbox.status),
+      ).length;
+    if (along.poolsVersion === true) result.poolsVersion = this.#poolsVersion;
+    return result;
   }
 
   async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>> {
@@ -166,6 +190,7 @@ export class MemoryStore implements Store {
       throw errors.conflict(`pool ${pool.name} already exists`, { pool: pool.name });
     if (mode === 'replace' && !exists) throw errors.notFound('pool', pool.name);
     this.#pools.set(pool.name, structuredClone(pool));
+    this.#poolsVersion = newUlid();
     this.#append(installationChain, audit);
   }
 
@@ -181,17 +206,22 @@ export class MemoryStore implements Store {
     if (!this.#pools.delete(name)) throw errors.notFound('pool', name);
     this.#poolViews.delete(name);
     this.#poolDownMarks.delete(name);
+    this.#poolsVersion = newUlid();
     this.#append(installationChain, audit);
   }
 
   async putPoolView(view: PoolView): Promise<void> {
     const { downSince: _since, downReason: _reason, ...probed } = view;
     this.#poolViews.set(view.pool, structuredClone({ ...probed, downSince: null, downReason: null }));
+    this.#poolsVersion = newUlid();
   }
 
   async markPoolDown(pool: string, at: string, reason: string): Promise<void> {
     const known = this.#poolDownMarks.get(pool);
-    if (known === undefined || known.at < at) this.#poolDownMarks.set(pool, { pool, at, reason });
+    if (known === undefined || known.at < at) {
+      this.#poolDownMarks.set(pool, { pool, at, reason });
+      this.#poolsVersion = newUlid();
+    }
   }
 
   async listPoolViews(): Promise<PoolView[]> {
@@ -204,7 +234,17 @@ export class MemoryStore implements Store {
 
   async putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void> {
     this.#policy = structuredClone(policy);
+    this.#poolsVersion = newUlid();
     this.#append(installationChain, audit);
+  }
+
+  async readPools(): Promise<PoolsState> {
+    return {
+      pools: await this.listPools(),
+      views: await this.listPoolViews(),
+      policy: await this.getPolicy(),
+      version: this.#poolsVersion,
+    };
   }
 
   async getUsage(orgId: string): Promise<Usage> {
@@ -254,6 +294,14 @@ export class MemoryStore implements Store {
   async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
     const sandbox = this.#sandboxes.get(id);
     return sandbox?.orgId === orgId ? structuredClone(sandbox) : undefined;
+  }
+
+  async listQueued(orgId: string, limit: number): Promise<SandboxRecord[]> {
+    return [...this.#sandboxes.values()]
+      .filter((sandbox) => sandbox.orgId === orgId && sandbox.status === 'queued')
+      .sort((a, b) => (dueKeyOf(a) < dueKeyOf(b) ? -1 : 1))
+      .slice(0, limit)
+      .map((sandbox) => structuredClone(sandbox));
   }
 
   async listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>> {

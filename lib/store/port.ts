@@ -77,6 +77,17 @@ export interface Store {
 
   createKey(key: KeyRecord, audit: AuditInput): Promise<void>;
   getKey(id: string): Promise<KeyRecord | undefined>;
+  /**
+   * An API key and, in the same consistent round trip, what its request reads next in the key's org
+   * (the sandbox it names, the org, its count of waiting sandboxes, the pools' version): an exec is one
+   * read of the store, and revocation still takes effect at once.
+   */
+  getKeyWith(
+    keyId: string,
+    along: ReadAlong,
+  ): Promise<{ key: KeyRecord | undefined; along: ReadAlongResult }>;
+  /** The same reads without a key, in one consistent round trip (a worker's sandbox and the pools' version). */
+  readAlong(along: ReadAlong): Promise<ReadAlongResult>;
   listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>>;
   revokeKey(id: string, at: string, audit: AuditInput): Promise<KeyRecord>;
   /**
@@ -111,6 +122,12 @@ export interface Store {
   listPoolViews(): Promise<PoolView[]>;
   getPolicy(): Promise<PlacementPolicy | undefined>;
   putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void>;
+  /**
+   * Runtime pools, their views (down marks folded in) and the stored policy, in one read; `version`
+   * changes with every write among them (pools, policy, probed views, down marks), so a container that
+   * holds this version knows without reading them again that nothing has changed.
+   */
+  readPools(): Promise<PoolsState>;
 
   getUsage(orgId: string): Promise<Usage>;
   /** Active slots taken on a pool. */
@@ -127,6 +144,8 @@ export interface Store {
     options?: { maxWaiting?: number },
   ): Promise<CreateSandboxResult>;
   getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined>;
+  /** The org's queued sandboxes, the longest idle first, from an index of them alone (never a scan of the org). */
+  listQueued(orgId: string, limit: number): Promise<SandboxRecord[]>;
   listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>>;
   /**
    * Sandboxes of every org in one status, by their due time (dueTimeOf), earliest first, optionally only
@@ -177,6 +196,32 @@ export interface Store {
   auditHead(orgId: string): Promise<ChainHead>;
   /** Events in seq order; the cursor continues after the last event returned. */
   listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;
+}
+
+/** What a request reads with its API key (Store.getKeyWith), in the key's org. */
+export interface ReadAlong {
+  orgId: string;
+  org?: boolean;
+  sandboxId?: string;
+  /** The org's count of waiting (queued or provisioning) sandboxes. */
+  waiting?: boolean;
+  poolsVersion?: boolean;
+}
+
+/** What was read along with a key: `null` where the item does not exist, absent where it was not asked for. */
+export interface ReadAlongResult {
+  org?: OrgRecord | null;
+  sandbox?: SandboxRecord | null;
+  waiting?: number;
+  poolsVersion?: string | null;
+}
+
+export interface PoolsState {
+  pools: PoolRecord[];
+  views: PoolView[];
+  policy: PlacementPolicy | undefined;
+  /** null until the first pool or policy change. */
+  version: string | null;
 }
 
 /** How a snapshot's creation ends. */

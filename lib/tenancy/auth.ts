@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import { isId } from '../ids.ts';
-import type { Store } from '../store/port.ts';
+import type { ReadAlong, ReadAlongResult, Store } from '../store/port.ts';
 
 export type Principal =
   /** The bootstrap admin key (keyId `admin`) or an admin-role key. */
@@ -40,38 +40,70 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return match?.[1];
 }
 
+/** What a request reads with its key, in the key's org (the router asks per route). */
+export type WantedAlong = Omit<ReadAlong, 'orgId'>;
+
 export interface Authenticator {
-  authenticate(authorization: string | undefined): Promise<Principal>;
+  /**
+   * The caller, and what `along` asks for read in the same round trip as the key where this container
+   * already knows the key's org (otherwise `along` comes back empty and the caller reads on its own).
+   */
+  authenticate(
+    authorization: string | undefined,
+    along?: WantedAlong,
+  ): Promise<{ principal: Principal; along: ReadAlongResult }>;
 }
+
+/** Keys whose org this container remembers; past it, the memory starts over (a miss costs a round trip). */
+const rememberedKeys = 10_000;
 
 /**
  * Resolves a bearer key to a principal. Every failure is the same 401 so a caller cannot probe which
  * key ids exist; the admin key is compared in constant time.
+ *
+ * The key item is read on every request, so a revocation takes effect at once in every container. What
+ * this container remembers is only which org a key id belongs to, which never changes: with it, the key
+ * and the records its request needs next (the sandbox, the org) are read in one round trip.
  */
 export function createAuthenticator(store: Store, adminKey: string | undefined): Authenticator {
+  const orgOfKey = new Map<string, string>();
+  const nothing: ReadAlongResult = {};
   return {
-    async authenticate(authorization) {
+    async authenticate(authorization, along) {
       const token = bearerToken(authorization);
       if (token === undefined) throw errors.unauthenticated();
       if (adminKey !== undefined && adminKey !== '' && secretsEqual(token, adminKey))
-        return { kind: 'admin', keyId: 'admin' };
+        return { principal: { kind: 'admin', keyId: 'admin' }, along: nothing };
       const dot = token.indexOf('.');
       const keyId = dot > 0 ? token.slice(0, dot) : '';
       if (!isId('key', keyId)) throw errors.unauthenticated('the API key is not valid');
-      const record = await store.getKey(keyId);
+      const knownOrg = orgOfKey.get(keyId);
+      const read =
+        knownOrg !== undefined && along !== undefined && Object.keys(along).length > 0
+          ? await store.getKeyWith(keyId, { ...along, orgId: knownOrg })
+          : { key: await store.getKey(keyId), along: nothing };
+      const record = read.key;
       const secretHash = sha256Hex(token.slice(dot + 1));
       if (record === undefined || !hashesEqual(record.secretHash, secretHash)) {
         throw errors.unauthenticated('the API key is not valid');
       }
       if (record.revokedAt !== null) throw errors.unauthenticated('the API key has been revoked');
+      if (knownOrg === undefined) {
+        if (orgOfKey.size >= rememberedKeys) orgOfKey.clear();
+        orgOfKey.set(keyId, record.orgId);
+      }
       // An admin-role key is the operator's: it reaches admin routes and acts for no organization.
-      if (record.role === 'admin') return { kind: 'admin', keyId: record.id };
+      if (record.role === 'admin') return { principal: { kind: 'admin', keyId: record.id }, along: nothing };
       return {
-        kind: 'org',
-        orgId: record.orgId,
-        keyId: record.id,
-        role: record.role,
-        projectId: record.projectId,
+        principal: {
+          kind: 'org',
+          orgId: record.orgId,
+          keyId: record.id,
+          role: record.role,
+          projectId: record.projectId,
+        },
+        // Read in the org remembered for this key id, which is the key's own: ids are never reused.
+        along: knownOrg === record.orgId ? read.along : nothing,
       };
     },
   };

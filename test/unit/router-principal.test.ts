@@ -44,7 +44,7 @@ describe('the caller a route handler sees', () => {
       {
         authenticator: {
           authenticate: async (header) => {
-            if (header === 'Bearer admin-key') return { kind: 'admin', keyId: 'admin' };
+            if (header === 'Bearer admin-key') return { principal: { kind: 'admin', keyId: 'admin' }, along: {} };
             throw new Error('unexpected authentication');
           },
         },

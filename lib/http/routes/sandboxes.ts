@@ -11,7 +11,7 @@ import {
   updatedSandboxSchema,
   updateSandboxSchema,
 } from '../../schemas/sandboxes.ts';
-import { errorSchema, sandboxParams } from '../route-params.ts';
+import { errorSchema, sandboxAlong, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
 
@@ -51,9 +51,10 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       body: createSandboxSchema,
       responses: { 202: sandboxSchema, 400: errorSchema },
-      handle: async ({ principal, body, request }) => {
+      readAlong: () => ({ org: true, poolsVersion: true }),
+      handle: async ({ principal, body, request, along }) => {
         const key = idempotencyKeyOf(request.headers['idempotency-key']);
-        const { sandbox, replayed } = await sandboxes.create(principal, body, key);
+        const { sandbox, replayed } = await sandboxes.create(principal, body, key, { along });
         const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
         return { status: 202, body: sandbox, headers };
       },
@@ -81,9 +82,10 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       responses: { 200: sandboxSchema, 404: errorSchema },
-      handle: async ({ principal, params }) => ({
+      readAlong: sandboxAlong,
+      handle: async ({ principal, params, along }) => ({
         status: 200,
-        body: await sandboxes.get(principal, params.id),
+        body: await sandboxes.get(principal, params.id, along),
       }),
     }),
     route({
@@ -106,9 +108,11 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       responses: { 202: sandboxSchema, 404: errorSchema },
-      handle: async ({ principal, params }) => ({
+      // The org's count of waiting sandboxes too: with none, nobody of the org is woken (no query).
+      readAlong: (raw) => ({ ...sandboxAlong(raw), waiting: true }),
+      handle: async ({ principal, params, along }) => ({
         status: 202,
-        body: await sandboxes.delete(principal, params.id),
+        body: await sandboxes.delete(principal, params.id, along),
       }),
     }),
     route({
@@ -121,17 +125,18 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       body: execRequestSchema,
       responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
       query: execQuerySchema,
-      handle: async ({ principal, params, body, query, request }) => {
+      readAlong: sandboxAlong,
+      handle: async ({ principal, params, body, query, request, along }) => {
         if (query.stream === '1' || query.stream === 'true') {
           // A client that disconnects cancels the command on the backend.
-          const produce = await sandboxes.execStream(principal, params.id, body, request.signal);
+          const produce = await sandboxes.execStream(principal, params.id, body, request.signal, along);
           return {
             status: 200,
             headers: { 'content-type': 'application/x-ndjson' },
             stream: ndjsonStream(produce),
           };
         }
-        return { status: 200, body: await sandboxes.exec(principal, params.id, body) };
+        return { status: 200, body: await sandboxes.exec(principal, params.id, body, along) };
       },
     }),
   ];

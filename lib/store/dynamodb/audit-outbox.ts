@@ -141,13 +141,7 @@ export class AuditOutbox {
     );
   }
   async #readHead(orgId: string): Promise<ChainHead> {
-    const item = await this.#t.get(keyOf.chainHead(orgId));
-    // An item holding only a linker's lease is a chain not started yet.
-    if (item === undefined || (item.seq === undefined && item.hash === undefined)) return genesisHead;
-    const { seq, hash } = item;
-    if (typeof seq !== 'number' || typeof hash !== 'string')
-      throw new Error(`the chain head of ${orgId} is corrupt`);
-    return { seq, hash };
+    return headOf(orgId, await this.#t.get(keyOf.chainHead(orgId)));
   }
   /**
    * Takes the org's linking lease on its chain head item (free, expired, or already this linker's).
@@ -155,10 +149,11 @@ export class AuditOutbox {
    * linkers never publish one record under two sequence numbers: a repeat publication after a crash
    * numbers the records from the same committed head, the same way.
    */
-  async #claimLinking(orgId: string): Promise<boolean> {
+  async #claimLinking(orgId: string): Promise<ChainHead | undefined> {
     const now = this.#now().getTime();
     try {
-      await this.#t.call((doc) =>
+      // The head comes back with the lease (ALL_NEW): the numbering below needs no read of its own.
+      const result = await this.#t.call((doc) =>
         doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -167,12 +162,13 @@ export class AuditOutbox {
             ConditionExpression:
               'attribute_not_exists(linkLeaseUntil) OR linkLeaseUntil < :now OR linkLease = :owner',
             ExpressionAttributeValues: { ':owner': this.#linkerId, ':until': now + linkLeaseMs, ':now': now },
+            ReturnValues: 'ALL_NEW',
           }),
         ),
       );
-      return true;
+      return headOf(orgId, result.Attributes);
     } catch (error) {
-      if (isConditionFailed(error)) return false;
+      if (isConditionFailed(error)) return undefined;
       throw error;
     }
   }
@@ -199,7 +195,7 @@ export class AuditOutbox {
    * again); across processes the head condition keeps every chain single: a linker that loses re-reads
    * and continues where the winner stopped.
    */
-  linkAudit(orgId: string): Promise<void> {
+  linkAudit(orgId: string, options: { pending?: boolean } = {}): Promise<void> {
     const running = this.#linking.get(orgId);
     if (running !== undefined) {
       this.#linkAgain.add(orgId);
@@ -207,9 +203,12 @@ export class AuditOutbox {
     }
     const drain = (async () => {
       try {
+        // Only the first pass may skip the look: a call during a drain may have come from a read.
+        let pending = options.pending === true;
         do {
           this.#linkAgain.delete(orgId);
-          await this.#linkOutbox(orgId);
+          await this.#linkOutbox(orgId, pending);
+          pending = false;
         } while (this.#linkAgain.has(orgId));
       } finally {
         this.#linking.delete(orgId);
@@ -218,12 +217,26 @@ export class AuditOutbox {
     this.#linking.set(orgId, drain);
     return drain;
   }
-  async #linkOutbox(orgId: string): Promise<void> {
+  /** Resolves once no drain started by this handle is running (benchmarks; an orderly stop). */
+  async idle(): Promise<void> {
+    while (this.#linking.size > 0) await Promise.allSettled([...this.#linking.values()]);
+  }
+
+  /**
+   * One drain. `knownPending`: the caller just wrote a record to the outbox (an inline link after a
+   * change), so no first look is needed. A batch smaller than the limit ends the drain without another
+   * look: a record written meanwhile is linked by its own writer's link (or the next read or sweep).
+   */
+  async #linkOutbox(orgId: string, knownPending: boolean): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       // Nothing pending (the common case for reads): no lease is taken at all.
-      const peek = await this.#queryOutbox(orgId, { Limit: 1 });
-      if ((peek.Items ?? []).length === 0) return;
-      if (!(await this.#claimLinking(orgId))) {
+      if (!knownPending || attempt > 0) {
+        const peek = await this.#queryOutbox(orgId, { Limit: 1 });
+        if ((peek.Items ?? []).length === 0) return;
+      }
+      // Under the lease: the head it returns is the one the numbering below commits on.
+      const claimed = await this.#claimLinking(orgId);
+      if (claimed === undefined) {
         // Another linker holds the lease and links these records too: wait for it, then look again.
         this.#stats.linkRetries++;
         if (attempt >= this.#maxChainRetries)
@@ -231,8 +244,7 @@ export class AuditOutbox {
         await jitteredPause(attempt, 10, 200);
         continue;
       }
-      // Under the lease: the head read now is the one the numbering below commits on.
-      let head = await this.#readHead(orgId);
+      let head = claimed;
       const pending = await this.#queryOutbox(orgId, { Limit: outboxBatch });
       const items = (pending.Items ?? []).map((item) => outboxItemSchema.parse(item));
       if (items.length === 0) {
@@ -275,6 +287,7 @@ export class AuditOutbox {
       try {
         await this.#t.transact(actions);
         this.#stats.linkTransactions++;
+        if (items.length < outboxBatch) return;
       } catch (error) {
         if (!(error instanceof Canceled)) throw error;
         // The lease expired and another linker linked first: read again and continue after it.
@@ -307,7 +320,7 @@ export class AuditOutbox {
       try {
         await this.#t.transact(actions);
         if (audit !== undefined && this.#linkInline) {
-          this.linkAudit(orgId).catch(() => {
+          this.linkAudit(orgId, { pending: true }).catch(() => {
             // The items stay in the outbox; the next link of this org (any write, read or the sweep) takes them.
           });
         }
@@ -331,4 +344,13 @@ export class AuditOutbox {
       }
     }
   }
+}
+
+/** The chain head in its item; an item holding only a linker's lease (or none) is a chain not started yet. */
+function headOf(orgId: string, item: Record<string, unknown> | undefined): ChainHead {
+  if (item === undefined || (item.seq === undefined && item.hash === undefined)) return genesisHead;
+  const { seq, hash } = item;
+  if (typeof seq !== 'number' || typeof hash !== 'string')
+    throw new Error(`the chain head of ${orgId} is corrupt`);
+  return { seq, hash };
 }

@@ -1,7 +1,7 @@
 import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEvent, AuditInput, ChainHead } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
-import { newId } from '../../ids.ts';
+import { newId, newUlid } from '../../ids.ts';
 import type { SandboxStatus } from '../../sandboxes/state.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
@@ -16,6 +16,9 @@ import {
   isWaiting,
   type Page,
   type PageRequest,
+  type PoolsState,
+  type ReadAlong,
+  type ReadAlongResult,
   type SandboxFilter,
   type SandboxPatch,
   type SnapshotSettlement,
@@ -46,7 +49,16 @@ import {
   withDownMarks,
 } from '../records.ts';
 import { AuditOutbox } from './audit-outbox.ts';
-import { indexKeyOf, keyOf, keysParent, orgPartition, orgsParent, sandboxItem, usageItem } from './items.ts';
+import {
+  indexKeyOf,
+  keyOf,
+  keysParent,
+  orgPartition,
+  orgsParent,
+  queuedParent,
+  sandboxItem,
+  usageItem,
+} from './items.ts';
 import { tableKeys } from './table.ts';
 import {
   type Action,
@@ -56,6 +68,7 @@ import {
   type DynamoDbStoreStats,
   del,
   isConditionFailed,
+  jitteredPause,
   onCanceled,
   put,
   TableClient,
@@ -198,6 +211,44 @@ export class DynamoDbStore implements Store {
 
   async getKey(id: string): Promise<KeyRecord | undefined> {
     return this.#t.getParsed(keyOf.key(id), keyRecordSchema);
+  }
+
+  async getKeyWith(
+    keyId: string,
+    along: ReadAlong,
+  ): Promise<{ key: KeyRecord | undefined; along: ReadAlongResult }> {
+    const [keyItem, result] = await this.#readWith(keyOf.key(keyId), along);
+    return { key: keyItem === undefined ? undefined : keyRecordSchema.parse(keyItem), along: result };
+  }
+
+  async readAlong(along: ReadAlong): Promise<ReadAlongResult> {
+    const [, result] = await this.#readWith(undefined, along);
+    return result;
+  }
+
+  /** One BatchGetItem: `first` (if any) and what `along` asks for. */
+  async #readWith(
+    first: Record<string, string> | undefined,
+    along: ReadAlong,
+  ): Promise<[Record<string, unknown> | undefined, ReadAlongResult]> {
+    const asked: [keyof ReadAlongResult, Record<string, string>][] = [];
+    if (along.org === true) asked.push(['org', keyOf.org(along.orgId)]);
+    if (along.sandboxId !== undefined) asked.push(['sandbox', keyOf.sandbox(along.orgId, along.sandboxId)]);
+    if (along.waiting === true) asked.push(['waiting', keyOf.waiting(along.orgId)]);
+    if (along.poolsVersion === true) asked.push(['poolsVersion', keyOf.poolsVersion()]);
+    const keys = asked.map(([, key]) => key);
+    const items = await this.#t.getMany(first === undefined ? keys : [first, ...keys]);
+    const firstItem = first === undefined ? undefined : items.shift();
+    const result: ReadAlongResult = {};
+    asked.forEach(([name], index) => {
+      const item = items[index];
+      if (name === 'org') result.org = item === undefined ? null : orgRecordSchema.parse(item);
+      if (name === 'sandbox') result.sandbox = item === undefined ? null : sandboxRecordSchema.parse(item);
+      if (name === 'waiting') result.waiting = typeof item?.waiting === 'number' ? item.waiting : 0;
+      if (name === 'poolsVersion')
+        result.poolsVersion = typeof item?.version === 'string' ? item.version : null;
+    });
+    return [firstItem, result];
   }
 
   async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyRecord>> {
@@ -391,6 +442,7 @@ export class DynamoDbStore implements Store {
           { ...keyOf.pool(pool.name), ...pool },
           mode === 'create' ? 'attribute_not_exists(PK)' : 'attribute_exists(PK)',
         ),
+        poolsVersionBump(),
       ])
       .catch(
         onCanceled(() =>
@@ -411,37 +463,60 @@ export class DynamoDbStore implements Store {
 
   async deletePool(name: string, audit: AuditInput): Promise<void> {
     await this.#audit
-      .write(installationChain, audit, () => [del('pool', keyOf.pool(name), 'attribute_exists(PK)')])
+      .write(installationChain, audit, () => [
+        del('pool', keyOf.pool(name), 'attribute_exists(PK)'),
+        del('pool-view', keyOf.poolView(name), always),
+        del('pool-down', keyOf.poolDown(name), always),
+        poolsVersionBump(),
+      ])
       .catch(onCanceled(() => errors.notFound('pool', name)));
-    for (const key of [keyOf.poolView(name), keyOf.poolDown(name)]) {
-      await this.#t.call((doc) => doc.send(new DeleteCommand({ TableName: this.#table, Key: key })));
-    }
   }
 
   async putPoolView(view: PoolView): Promise<void> {
     // The down mark is its own item: a probe's view never overwrites a mark made while it ran.
     const { downSince: _since, downReason: _reason, ...probed } = view;
-    await this.#t.call((doc) =>
-      doc.send(new PutCommand({ TableName: this.#table, Item: { ...keyOf.poolView(view.pool), ...probed } })),
-    );
+    await this.#transactBumping([put('pool-view', { ...keyOf.poolView(view.pool), ...probed }, always)]);
+  }
+
+  /**
+   * A write to the pools' partition with its version bump. Writers from many containers (probes, down
+   * marks) meet on the version item: a transaction that lost to another is run again.
+   */
+  async #transactBumping(actions: Action[]): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#t.transact([...actions, poolsVersionBump()]);
+        return;
+      } catch (error) {
+        const conflict =
+          error instanceof Canceled &&
+          error.failed.some((f) => f.code === 'TransactionConflict') &&
+          !error.failed.some((f) => f.code === 'ConditionalCheckFailed');
+        if (!conflict || attempt >= 5) throw error;
+        await jitteredPause(attempt, 10, 200);
+      }
+    }
   }
 
   async markPoolDown(pool: string, at: string, reason: string): Promise<void> {
     try {
-      await this.#t.call((doc) =>
-        doc.send(
-          new PutCommand({
-            TableName: this.#table,
-            Item: { ...keyOf.poolDown(pool), pool, at, reason },
-            // Marks only move forward: an older one arriving late does not hide a newer one.
-            ConditionExpression: 'attribute_not_exists(PK) OR #at < :at',
-            ExpressionAttributeNames: { '#at': 'at' },
-            ExpressionAttributeValues: { ':at': at },
-          }),
+      await this.#transactBumping([
+        // Marks only move forward: an older one arriving late does not hide a newer one.
+        put(
+          'pool-down',
+          { ...keyOf.poolDown(pool), pool, at, reason },
+          'attribute_not_exists(PK) OR #at < :at',
+          {
+            names: { '#at': 'at' },
+            values: { ':at': at },
+          },
         ),
-      );
+      ]);
     } catch (error) {
-      if (!isConditionFailed(error)) throw error;
+      const older =
+        error instanceof Canceled &&
+        error.failed.some((f) => f.label === 'pool-down' && f.code === 'ConditionalCheckFailed');
+      if (!older) throw error;
     }
   }
 
@@ -460,18 +535,33 @@ export class DynamoDbStore implements Store {
 
   async getPolicy(): Promise<PlacementPolicy | undefined> {
     const item = await this.#t.get(keyOf.policy());
-    return item === undefined
-      ? undefined
-      : placementPolicySchema.parse({
-          allowExternal: item.allowExternal,
-          externalPools: item.externalPools,
-        });
+    return item === undefined ? undefined : policyOf(item);
   }
 
   async putPolicy(policy: PlacementPolicy, audit: AuditInput): Promise<void> {
     await this.#audit.write(installationChain, audit, () => [
       put('policy', { ...keyOf.policy(), ...policy }, 'attribute_exists(PK) OR attribute_not_exists(PK)'),
+      poolsVersionBump(),
     ]);
+  }
+
+  async readPools(): Promise<PoolsState> {
+    const items = await this.#t.queryAll(keyOf.pool('').PK, '', (item) => item);
+    const state: PoolsState = { pools: [], views: [], policy: undefined, version: null };
+    const marks = new Map<string, PoolDownMark>();
+    for (const item of items) {
+      const sort = String(item.SK);
+      if (sort.startsWith('POOL#')) state.pools.push(poolRecordSchema.parse(item));
+      else if (sort.startsWith('VIEWDOWN#')) {
+        const mark = poolDownMarkSchema.parse(item);
+        marks.set(mark.pool, mark);
+      } else if (sort.startsWith('VIEW#')) state.views.push(poolViewSchema.parse(item));
+      else if (sort === keyOf.policy().SK) state.policy = policyOf(item);
+      else if (sort === keyOf.poolsVersion().SK && typeof item.version === 'string')
+        state.version = item.version;
+    }
+    state.views = withDownMarks(state.views, marks);
+    return state;
   }
 
   async getUsage(orgId: string): Promise<Usage> {
@@ -548,6 +638,21 @@ export class DynamoDbStore implements Store {
 
   async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
     return this.#t.getParsed(keyOf.sandbox(orgId, id), sandboxRecordSchema);
+  }
+
+  async listQueued(orgId: string, limit: number): Promise<SandboxRecord[]> {
+    const page = await this.#t.queryPage(
+      {
+        IndexName: tableKeys.byParent.name,
+        KeyConditionExpression: '#pk = :pk',
+        ExpressionAttributeNames: { '#pk': tableKeys.byParent.partition },
+        ExpressionAttributeValues: { ':pk': queuedParent(orgId) },
+      },
+      limit,
+      (item) => sandboxRecordSchema.parse(item),
+      (sandbox) => sandbox.id,
+    );
+    return page.items;
   }
 
   async listSandboxes(orgId: string, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxRecord>> {
@@ -855,7 +960,28 @@ export class DynamoDbStore implements Store {
     return this.#audit.outboxSize(orgId);
   }
 
-  linkAudit(orgId: string): Promise<void> {
-    return this.#audit.linkAudit(orgId);
+  /** Resolves once the links this handle started (inline after writes) have ended. */
+  linkingIdle(): Promise<void> {
+    return this.#audit.idle();
   }
+
+  /** `pending`: a record was just written (what a change's inline link says), so no first look is taken. */
+  linkAudit(orgId: string, options: { pending?: boolean } = {}): Promise<void> {
+    return this.#audit.linkAudit(orgId, options);
+  }
+}
+
+/** A new pools version, written in the same transaction as the pool or policy change it stands for. */
+function poolsVersionBump() {
+  return put('pools-version', { ...keyOf.poolsVersion(), version: newUlid() }, always);
+}
+
+/** A condition every item meets: transaction actions take one. */
+const always = 'attribute_exists(PK) OR attribute_not_exists(PK)';
+
+function policyOf(item: Record<string, unknown>): PlacementPolicy {
+  return placementPolicySchema.parse({
+    allowExternal: item.allowExternal,
+    externalPools: item.externalPools,
+  });
 }

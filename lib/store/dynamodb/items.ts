@@ -25,7 +25,10 @@ export const keyOf = {
   poolView: (name: string) => ({ PK: 'POOLS', SK: `VIEW#${name}` }),
   /** A pool marked down by an adapter error; beside the views so one Query reads both. */
   poolDown: (name: string) => ({ PK: 'POOLS', SK: `VIEWDOWN#${name}` }),
-  policy: () => ({ PK: 'META', SK: 'POLICY' }),
+  /** The placement policy, beside the pools: one Query reads pools, views, marks, policy and version. */
+  policy: () => ({ PK: 'POOLS', SK: 'POLICY' }),
+  /** Changes with every pool or policy change: a container holding it knows its pools are current. */
+  poolsVersion: () => ({ PK: 'POOLS', SK: 'VERSION' }),
   /** Which org a sandbox id belongs to, for lookups by id alone (the reconciler). */
   sandboxPointer: (sandboxId: string) => ({ PK: `SBXID#${sandboxId}`, SK: 'SBXID' }),
   lease: (name: string) => ({ PK: `LEASE#${name}`, SK: 'LEASE' }),
@@ -34,6 +37,8 @@ export const keyOf = {
 };
 
 export const orgsParent = 'ORGS';
+/** The org's queued sandboxes in the by-parent index (sparse): waking waiters reads them alone. */
+export const queuedParent = (orgId: string) => `ORG#${orgId}#QUEUED`;
 export const keysParent = (orgId: string) => `ORG#${orgId}#KEYS`;
 
 /** An org's own partition (its sandboxes, snapshots, projects, usage...): queried with a sort-key prefix. */
@@ -59,6 +64,10 @@ export function sandboxItem(record: SandboxRecord): Record<string, unknown> {
     ...(live && {
       [tableKeys.byStatus.partition]: indexKeyOf.byStatus(record.status),
       [tableKeys.byStatus.sort]: dueKeyOf(record),
+    }),
+    ...(record.status === 'queued' && {
+      [tableKeys.byParent.partition]: queuedParent(record.orgId),
+      [tableKeys.byParent.sort]: dueKeyOf(record),
     }),
     ...(live &&
       record.pool !== null && {

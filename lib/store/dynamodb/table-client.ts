@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   QueryCommand,
@@ -176,6 +177,33 @@ export class TableClient {
     );
     return result.Item;
   }
+  /**
+   * Several items read consistently in one round trip (BatchGetItem), in the order of `keys`; undefined
+   * where there is none. Keys DynamoDB leaves unprocessed (throttling) are asked for again.
+   */
+  async getMany(keys: Record<string, string>[]): Promise<(Record<string, unknown> | undefined)[]> {
+    const found = new Map<string, Record<string, unknown>>();
+    const id = (item: Record<string, unknown>) => `${String(item.PK)}\u0000${String(item.SK)}`;
+    let pending: Record<string, unknown>[] = keys;
+    for (let attempt = 0; pending.length > 0; attempt++) {
+      if (attempt > 0) await jitteredPause(attempt, 20, 500);
+      const ask = pending;
+      const result = await this.call((doc) =>
+        doc.send(
+          new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: ask, ConsistentRead: true } } }),
+        ),
+      );
+      for (const item of result.Responses?.[this.#table] ?? []) found.set(id(item), item);
+      pending = result.UnprocessedKeys?.[this.#table]?.Keys ?? [];
+      if (attempt >= 8 && pending.length > 0) {
+        throw new ApiError('provider_unavailable', 'the state store is throttling requests; retry shortly', {
+          retryable: true,
+        });
+      }
+    }
+    return keys.map((key) => found.get(id(key)));
+  }
+
   /** An item read consistently and parsed with its record's schema; undefined when there is none. */
   async getParsed<S extends z.ZodType>(
     key: Record<string, string>,
@@ -218,7 +246,7 @@ export class TableClient {
       nextCursor: items.length > limit && last !== undefined ? encodeCursor(cursorOf(last)) : null,
     };
   }
-  /** Every item of a small partition whose sort key starts with `prefix` (pools and their views). */
+  /** Every item of a small partition whose sort key starts with `prefix` (all of it for ''): pools and their views. */
   async queryAll<T>(
     partition: string,
     prefix: string,
@@ -231,8 +259,12 @@ export class TableClient {
         doc.send(
           new QueryCommand({
             TableName: this.#table,
-            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-            ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
+            ...(prefix === ''
+              ? { KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: { ':pk': partition } }
+              : {
+                  KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+                  ExpressionAttributeValues: { ':pk': partition, ':prefix': prefix },
+                }),
             ConsistentRead: true,
             ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
           }),

@@ -15,7 +15,7 @@ import {
 export const tableKeys = {
   partition: 'PK',
   sort: 'SK',
-  /** Listings by parent: orgs (ORGS), an org's keys (ORG#<id>#KEYS). */
+  /** Listings by parent: orgs (ORGS), an org's keys (ORG#<id>#KEYS), its queued sandboxes (ORG#<id>#QUEUED). */
   byParent: { name: 'GSI1', partition: 'GSI1PK', sort: 'GSI1SK' },
   /** Live sandboxes by status across orgs, oldest update first (sparse: terminal sandboxes leave it). */
   byStatus: { name: 'GSI2', partition: 'GSI2PK', sort: 'GSI2SK' },
