@@ -289,6 +289,121 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
       });
     });
 
+    describe('reads for one round trip', () => {
+      it('moves the pools version with every write among pools, views, down marks and the policy, and only then', async () => {
+        const store = await subject.create();
+        const now = new Date().toISOString();
+        const versions: (string | null)[] = [(await store.readPools()).version];
+        const note = async () => {
+          const { version } = await store.readPools();
+          expect(versions).not.toContain(version);
+          versions.push(version);
+        };
+        expect(versions[0]).toBeNull();
+        const pool = {
+          name: 'lab',
+          adapter: 'fake',
+          trust: 'private' as const,
+          maxConcurrency: 0,
+          config: {},
+          createdAt: now,
+          updatedAt: now,
+        };
+        await store.putPool(pool, 'create', admin);
+        await note();
+        await store.putPool({ ...pool, maxConcurrency: 2 }, 'replace', admin);
+        await note();
+        const view = {
+          pool: 'lab',
+          healthy: true,
+          reason: null,
+          capabilities: null,
+          capacity: null,
+          refreshedAt: now,
+          downSince: null,
+          downReason: null,
+        };
+        await store.putPoolView(view);
+        await note();
+        await store.markPoolDown('lab', '2026-01-01T00:00:02.000Z', 'refused');
+        await note();
+        await store.putPolicy({ allowExternal: true, externalPools: [] }, admin);
+        await note();
+        // Reads and a refused write leave it: an older down mark, a duplicate pool.
+        await store.listPools();
+        await store.markPoolDown('lab', '2026-01-01T00:00:01.000Z', 'older');
+        expect(await codeOf(store.putPool(pool, 'create', admin))).toBe('conflict');
+        expect((await store.readPools()).version).toBe(versions.at(-1));
+        await store.deletePool('lab', admin);
+        await note();
+        // One read holds them all: pools, views with their marks, and the policy.
+        await store.putPool({ ...pool, name: 'lab-2' }, 'create', admin);
+        await store.putPoolView({ ...view, pool: 'lab-2' });
+        await store.markPoolDown('lab-2', '2026-01-01T00:00:03.000Z', 'down');
+        const state = await store.readPools();
+        expect(state.pools.map((p) => p.name)).toEqual(['lab-2']);
+        expect(state.views).toEqual([
+          { ...view, pool: 'lab-2', downSince: '2026-01-01T00:00:03.000Z', downReason: 'down' },
+        ]);
+        expect(state.policy).toEqual({ allowExternal: true, externalPools: [] });
+      });
+
+      it('reads a key with records of its org in one call: null where absent, nothing of another org', async () => {
+        const store = await subject.create();
+        const a = await newOrg(store);
+        const b = await newOrg(store);
+        const key = {
+          id: newId('key'),
+          orgId: a.id,
+          name: 'k',
+          role: 'member' as const,
+          projectId: null,
+          secretHash: 'h',
+          createdAt: new Date().toISOString(),
+          revokedAt: null,
+        };
+        await store.createKey(key, admin);
+        const sandbox = await created(store, a.id);
+        await created(store, a.id);
+        const other = await created(store, b.id);
+        const read = await store.getKeyWith(key.id, {
+          orgId: a.id,
+          org: true,
+          sandboxId: sandbox.id,
+          waiting: true,
+          poolsVersion: true,
+        });
+        expect(read.key).toEqual(key);
+        expect(read.along).toEqual({ org: a, sandbox, waiting: 2, poolsVersion: null });
+        // Another org's sandbox id reads as absent in this org; an unknown key as undefined.
+        const elsewhere = await store.getKeyWith(newId('key'), { orgId: a.id, sandboxId: other.id });
+        expect(elsewhere).toEqual({ key: undefined, along: { sandbox: null } });
+        expect(await store.readAlong({ orgId: b.id, org: true, waiting: true })).toEqual({
+          org: b,
+          waiting: 1,
+        });
+        expect(await store.readAlong({ orgId: newId('org'), org: true, waiting: true })).toEqual({
+          org: null,
+          waiting: 0,
+        });
+      });
+
+      it("lists an org's queued sandboxes alone, the longest idle first", async () => {
+        const store = await subject.create();
+        const org = await newOrg(store);
+        const other = await newOrg(store);
+        const at = (second: number) => `2026-01-01T00:00:0${second}.000Z`;
+        const late = await created(store, org.id, { updatedAt: at(5) });
+        const early = await created(store, org.id, { updatedAt: at(1) });
+        await created(store, other.id, { updatedAt: at(0) });
+        const moved = await created(store, org.id, { updatedAt: at(2) });
+        await move(store, moved, 'provisioning');
+        const queued = await store.listQueued(org.id, 10);
+        expect(queued.map((s) => s.id)).toEqual([early.id, late.id]);
+        expect((await store.listQueued(org.id, 1)).map((s) => s.id)).toEqual([early.id]);
+      });
+    });
+
     describe('sandboxes', () => {
       it('stores a sandbox at every record limit the API allows (labels and env at their maximum)', async () => {
         const store = await subject.create();

@@ -44,7 +44,8 @@ describe('the caller a route handler sees', () => {
       {
         authenticator: {
           authenticate: async (header) => {
-            if (header === 'Bearer admin-key') return { principal: { kind: 'admin', keyId: 'admin' }, along: {} };
+            if (header === 'Bearer admin-key')
+              return { principal: { kind: 'admin', keyId: 'admin' }, along: {} };
             throw new Error('unexpected authentication');
           },
         },

@@ -75,4 +75,64 @@ describe('waking waiters when a reservation is released', () => {
     expect(running?.status).toBe('running');
     expect(running?.waitingFor).toBeNull();
   });
+
+  describe("through the API, with the org's count of waiting sandboxes read along with the key", () => {
+    const deleteOverHttp = async (
+      plane: Awaited<ReturnType<typeof testPlane>>['plane'],
+      key: string,
+      id: string,
+    ) =>
+      plane.handleHttp({
+        method: 'DELETE',
+        path: `/v1/sandboxes/${id}`,
+        query: {},
+        headers: { authorization: `Bearer ${key}` },
+        body: undefined,
+        requestId: 'wake',
+      });
+
+    it('wakes the waiter of the org', async () => {
+      const { plane, queue, org, first, second } = await orgAtItsLimit();
+      const { key } = await plane.tenancy.createKey(org.id, { name: 'k', role: 'member' });
+      await plane.handleHttp({
+        method: 'GET',
+        path: `/v1/sandboxes/${first.id}`,
+        query: {},
+        headers: { authorization: `Bearer ${key}` },
+        body: undefined,
+        requestId: 'warm',
+      });
+      expect((await deleteOverHttp(plane, key, first.id)).status).toBe(202);
+      expect(queue.sent).toContainEqual({
+        queue: 'provision',
+        message: { sandboxId: second.id, orgId: org.id, wake: true },
+      });
+    });
+
+    it("does not read the org's queue when none of its sandboxes waits", async () => {
+      const { plane, principal, queue } = await testPlane();
+      const running = (await plane.sandboxes.create(principal, {})).sandbox;
+      await provisionSandbox(plane, { sandboxId: running.id, orgId: principal.orgId });
+      const { key } = await plane.tenancy.createKey(principal.orgId, { name: 'k', role: 'member' });
+      // The first call tells this container the key's org; the delete then reads the count with the key.
+      await plane.handleHttp({
+        method: 'GET',
+        path: `/v1/sandboxes/${running.id}`,
+        query: {},
+        headers: { authorization: `Bearer ${key}` },
+        body: undefined,
+        requestId: 'warm',
+      });
+      const asked: string[] = [];
+      const listQueued = plane.store.listQueued.bind(plane.store);
+      plane.store.listQueued = async (orgId, limit) => {
+        asked.push(orgId);
+        return listQueued(orgId, limit);
+      };
+      queue.sent.length = 0;
+      expect((await deleteOverHttp(plane, key, running.id)).status).toBe(202);
+      expect(asked).toEqual([]);
+      expect(queue.sent.map((s) => s.queue)).toEqual(['terminate']);
+    });
+  });
 });

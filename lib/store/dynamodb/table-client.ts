@@ -231,7 +231,9 @@ export class TableClient {
           new QueryCommand({
             ...input,
             TableName: this.#table,
-            Limit: Math.max(limit + 1, 25),
+            // A filter thins pages after they are read: evaluate more per request so a rare match in a
+            // large partition costs a few requests, not one per 25 items.
+            Limit: input.FilterExpression === undefined ? Math.max(limit + 1, 25) : Math.max(limit + 1, 250),
             ...(startKey !== undefined && { ExclusiveStartKey: startKey }),
           }),
         ),
