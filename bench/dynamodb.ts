@@ -33,7 +33,8 @@ export interface CountingDynamoDb {
   stop(): Promise<void>;
 }
 
-export type RequestListener = (command: string, input: unknown) => void;
+/** A request as sent and, once answered, its output (undefined for a request that failed). */
+export type RequestListener = (command: string, input: unknown, output?: unknown) => void;
 
 /** Linking's requests: they touch the chain head (claim, link) or query an outbox; a change's own do not. */
 export function isLinking(command: string, input: string): boolean {
@@ -56,13 +57,19 @@ export async function countingDynamoDb(): Promise<CountingDynamoDb> {
       if (linking) counts.linking++;
       // BENCH_TRACE=1 prints each request: what the counts are made of.
       if (process.env.BENCH_TRACE) console.log('  ddb', context.commandName, input.slice(0, 300));
-      for (const listener of listeners) listener(context.commandName ?? '', args.input);
+      const command = context.commandName ?? '';
+      for (const listener of listeners) listener(command, args.input);
+      const answered = async () => {
+        const result = await next(args);
+        for (const listener of listeners) listener(command, args.input, result.output);
+        return result;
+      };
       // Linking runs beside the request path (after the change it links): only the path's trips count.
-      if (linking) return next(args);
+      if (linking) return answered();
       if (inFlight === 0) counts.roundTrips++;
       inFlight++;
       try {
-        return await next(args);
+        return await answered();
       } finally {
         inFlight--;
       }

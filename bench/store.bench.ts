@@ -18,6 +18,7 @@ import { type Quota, quotaSchema } from '../lib/schemas/tenancy.ts';
 import { sandboxItem, usageItem } from '../lib/store/dynamodb/items.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { orgPrincipal, sandboxRecord } from '../test/helpers/records.ts';
+import { capacityOf, costOf, prices } from './cost.ts';
 import { benchPlane, type CountingDynamoDb, countingDynamoDb } from './dynamodb.ts';
 import { percentile, printTable } from './stats.ts';
 
@@ -199,9 +200,23 @@ async function lifecycleRequests(db: CountingDynamoDb): Promise<void> {
   });
   const rows: string[][] = [];
   const total = { requests: 0, roundTrips: 0, linking: 0 };
+  const capacity = { read: 0, write: 0 };
+  let durationMs = 0;
+  let events = 0;
+  const stop = db.listen((command, input, output) => {
+    if (output === undefined) return;
+    const used = capacityOf(command, input, output);
+    capacity.read += used.read;
+    capacity.write += used.write;
+    // Each audited change writes one outbox record; linking publishes it as one lifecycle event.
+    if (command === 'TransactWriteItemsCommand' && !JSON.stringify(input).includes('"AUDITHEAD"'))
+      events += (JSON.stringify(input).match(/#OUTBOX","SK"/g) ?? []).length;
+  });
   await run(async (label, work) => {
     const before = db.counts();
+    const started = performance.now();
     await work();
+    durationMs += performance.now() - started;
     await store.linkingIdle();
     const after = db.counts();
     const own = after.requests - after.linking - (before.requests - before.linking);
@@ -212,6 +227,7 @@ async function lifecycleRequests(db: CountingDynamoDb): Promise<void> {
     total.linking += linking;
     rows.push([label, String(own), String(trips), String(linking)]);
   });
+  stop();
   rows.push(['lifecycle', String(total.requests), String(total.roundTrips), String(total.linking)]);
   printTable(
     'DynamoDB requests per sandbox lifecycle (a warm container; linking runs beside the request path)',
@@ -221,6 +237,20 @@ async function lifecycleRequests(db: CountingDynamoDb): Promise<void> {
   console.log(
     `requests per lifecycle = ${total.requests} (goal <= 10), plus ${total.linking} linking its audit records; ` +
       `exec ${rows[2]?.[2]} round trip(s) (goal 1), create ${rows[0]?.[2]} (goal 2)\n`,
+  );
+  // Five invocations (create, provision, exec, delete, terminate) as long as they took here; two
+  // messages (provision, terminate), each sent, received and deleted; three API calls.
+  const use = { capacity, invocations: 5, durationMs, sqsRequests: 6, apiRequests: 3, events };
+  const lifecycles = 1000;
+  const lines = costOf(use, lifecycles);
+  const sum = lines.reduce((total, [, , dollars]) => total + dollars, 0);
+  printTable(
+    `Cost of ${lifecycles} sandbox lifecycles on AWS (us-east-1 list prices as of ${prices.asOf}; backend time excluded)`,
+    ['service', 'per lifecycle', `USD per ${lifecycles}`],
+    [
+      ...lines.map(([service, what, dollars]) => [service, what, dollars.toFixed(4)]),
+      ['total', '', sum.toFixed(4)],
+    ],
   );
 }
 

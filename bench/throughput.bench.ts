@@ -76,7 +76,8 @@ try {
   await createAndProvision(first);
   await store.linkingIdle();
   const recorded: { command: string; input: unknown; text: string }[] = [];
-  const stop = db.listen((command, input) => {
+  const stop = db.listen((command, input, output) => {
+    if (output !== undefined) return;
     const text = JSON.stringify(input);
     if (!isLinking(command, text)) recorded.push({ command, input: structuredClone(input), text });
   });
