@@ -8,13 +8,20 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as z from 'zod';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { parseConfig } from '../lib/config.ts';
 import { printTable } from './stats.ts';
 
+const outputLine = z.object({ data: z.string() });
 const root = await mkdtemp(join(tmpdir(), 'stream-abuse-bench-'));
 const runtime = await startLocalRuntime({
-  config: parseConfig({ devMode: true, pools: [{ name: 'local', adapter: 'devhost', config: { root } }] }),
+  // Host processes (isolation none): the leftover count below reads `$$` as a host pid, which inside a
+  // bubblewrap jail would be a pid of the jail's own namespace.
+  config: parseConfig({
+    devMode: true,
+    pools: [{ name: 'local', adapter: 'devhost', config: { root, isolation: 'none' } }],
+  }),
   sweepIntervalSeconds: 0,
   reconcileIntervalSeconds: 0,
   poolRefreshIntervalSeconds: 0,
@@ -89,12 +96,18 @@ try {
   await Promise.all(
     Array.from({ length: 20 }, async () => {
       const line = await firstLine(client(url, key, 'echo $$; sleep 300', 'disconnect'));
-      pids.push(Number((JSON.parse(line) as { data: string }).data.trim()));
+      pids.push(Number(outputLine.parse(JSON.parse(line)).data.trim()));
     }),
   );
   await new Promise((resolve) => setTimeout(resolve, 5000));
   const left = pids.filter(alive).length;
-  for (const pid of pids) if (alive(pid)) process.kill(-pid, 'SIGKILL');
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone, group and all.
+    }
+  }
 
   printTable(
     'Streamed exec under abuse (devhost pool, clients in their own processes)',
