@@ -220,7 +220,8 @@ export class FakeAdapter
     await this.#enter('health', () => undefined);
   }
 
-  async create(request: CreateRequest): Promise<Instance> {
+  async create(request: CreateRequest, opts?: CallOptions): Promise<Instance> {
+    await this.#delay('create', opts?.signal);
     return this.#enter('create', () => {
       this.createRequests.push(structuredClone(request));
       const existing = this.#bySandbox.get(request.id);

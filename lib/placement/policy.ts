@@ -70,8 +70,11 @@ const permanent: ReadonlySet<RejectionKind> = new Set([
 export type Verdict =
   /** At least one pool can take it now, in `ranked` order. */
   | { kind: 'place' }
-  /** Pools could take it later (unhealthy or full now): it waits in the queue. */
-  | { kind: 'wait'; message: string }
+  /**
+   * Pools could take it later: it waits in the queue, for `capacity` when a pool that could run it is
+   * healthy but full (a release elsewhere may make room), for a `pool` when every such pool is unhealthy.
+   */
+  | { kind: 'wait'; waitingFor: 'pool' | 'capacity'; message: string }
   /** It can never run: only missing capabilities stand in the way (422 unsupported_capability). */
   | { kind: 'unsupported'; message: string }
   /** It can never run for other reasons: nothing permitted, templates, limits. */
@@ -254,7 +257,8 @@ function verdictOf(ranked: PoolState[], rejected: Rejection[]): Verdict {
   if (considered.every((r) => permanent.has(r.kind))) {
     return { kind: 'never', message: `no permitted pool can ever run this sandbox (${described})` };
   }
-  return { kind: 'wait', message: described };
+  const full = considered.some((r) => r.kind === 'no-room');
+  return { kind: 'wait', waitingFor: full ? 'capacity' : 'pool', message: described };
 }
 
 export function describeRejections(rejected: readonly Pick<Rejection, 'pool' | 'reason'>[]): string {

@@ -109,7 +109,8 @@ async function provisionOnce(
     return done;
   }
   if (verdict.kind === 'wait') {
-    await wait(deps, record, 'pool', `waiting for a pool: ${verdict.message}`);
+    const words = verdict.waitingFor === 'capacity' ? 'waiting for capacity' : 'waiting for a pool';
+    await wait(deps, record, verdict.waitingFor, `${words}: ${verdict.message}`);
     return retryAfter(waitSeconds(receiveCount));
   }
 
