@@ -33,14 +33,20 @@ export class CommandContext {
 
   #client: DifferentlyClient | undefined;
 
-  /** The API client, from --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY). */
-  get client(): DifferentlyClient {
-    if (this.#client !== undefined) return this.#client;
+  /** Where and as whom: --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY). */
+  get target(): { endpoint: string; key: string } {
     const endpoint = this.values.endpoint ?? this.io.env.DIFFERENTLY_ENDPOINT;
     const key = this.values.key ?? this.io.env.DIFFERENTLY_API_KEY;
     if (endpoint === undefined || key === undefined) {
       throw new UsageError('set --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY)');
     }
+    return { endpoint, key };
+  }
+
+  /** The API client, for the target. */
+  get client(): DifferentlyClient {
+    if (this.#client !== undefined) return this.#client;
+    const { endpoint, key } = this.target;
     this.#client = new DifferentlyClient({ endpoint, apiKey: key });
     return this.#client;
   }

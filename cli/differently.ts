@@ -4,6 +4,7 @@ import { DifferentlyError, DifferentlyNetworkError } from '../sdk/index.ts';
 import { admin } from './commands/admin.ts';
 import { exec } from './commands/exec.ts';
 import { files } from './commands/files.ts';
+import { mcp } from './commands/mcp.ts';
 import { audit, ports, templates, trust, usage } from './commands/org.ts';
 import { preflight } from './commands/preflight.ts';
 import { sandboxes } from './commands/sandboxes.ts';
@@ -27,6 +28,7 @@ Commands:
                                      tenancy, pools, placement policy, operations (admin key)
   audit list|verify                  the org's audit events; recompute the chains (admin key)
   preflight --config FILE            validate a config and check every credential reference
+  mcp                                the MCP tools over stdio, for a local agent
 
 Options everywhere: --endpoint URL (or DIFFERENTLY_ENDPOINT), --key KEY (or DIFFERENTLY_API_KEY),
 --json for machine output, --help. Every command has its own --help.`;
@@ -45,6 +47,7 @@ const commands: Record<string, Command> = {
   admin,
   audit,
   preflight,
+  mcp,
 };
 
 /**

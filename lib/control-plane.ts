@@ -57,6 +57,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       pools: deps.pools,
       store: deps.store,
       config: deps.config,
+      log: deps.log,
       reconcile: reconcileNow,
     },
     apiVersion,

@@ -172,9 +172,13 @@ export interface LocalRuntime {
   stop(): Promise<void>;
 }
 
-/** The exec route runs on the response-streaming function, as API Gateway routes it (infra/cdk public-api). */
+/**
+ * The exec route and the MCP endpoint run on the response-streaming function, as API Gateway routes
+ * them (infra/cdk public-api).
+ */
 function isStreamRoute(event: APIGatewayProxyEvent): boolean {
-  return event.httpMethod === 'POST' && /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path);
+  if (event.httpMethod !== 'POST') return false;
+  return /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path) || event.path === '/v1/mcp';
 }
 
 /**

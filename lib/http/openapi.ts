@@ -45,13 +45,15 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
       if (code === 204) {
         responses[status] = { description: 'No content' };
       } else if (schema === null || schema === undefined) {
-        responses[status] = {
+        const raw = route.rawResponse ?? {
+          mediaTypes: ['application/octet-stream'],
           description: 'The bytes of the file',
-          content: {
-            'application/octet-stream': {
-              schema: { type: 'string', contentMediaType: 'application/octet-stream' },
-            },
-          },
+        };
+        responses[status] = {
+          description: raw.description,
+          content: Object.fromEntries(
+            raw.mediaTypes.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }]),
+          ),
         };
       } else {
         responses[status] = {
@@ -66,8 +68,11 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
         ? {
             required: true,
             content: {
-              'application/octet-stream': {
-                schema: { type: 'string', contentMediaType: 'application/octet-stream' },
+              [route.rawBody.mediaType ?? 'application/octet-stream']: {
+                schema: {
+                  type: 'string',
+                  contentMediaType: route.rawBody.mediaType ?? 'application/octet-stream',
+                },
               },
             },
           }

@@ -78,8 +78,13 @@ export interface RouteDefinition<
   params?: P;
   query?: Q;
   body?: B;
-  /** The body is bytes (application/octet-stream), passed to the handler as `request.body`, not JSON. */
-  rawBody?: { maxBytes: number };
+  /**
+   * The body is bytes, passed to the handler as `request.body`, not parsed: application/octet-stream
+   * unless `mediaType` says otherwise (the MCP endpoint's JSON-RPC, parsed by the MCP SDK).
+   */
+  rawBody?: { maxBytes: number; mediaType?: string };
+  /** The media types of the answers a `null` response schema stands for (default: file bytes). */
+  rawResponse?: { mediaTypes: string[]; description: string };
   responses: Record<number, z.ZodType | null>;
   /**
    * Records the handler reads next, fetched with the caller's key in one round trip (from the raw path

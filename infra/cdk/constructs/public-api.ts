@@ -22,8 +22,8 @@ import {
 export interface PublicApiProps {
   readonly handler: IFunction;
   /**
-   * Serves POST /v1/sandboxes/{id}/exec in response-streaming mode (Lambda response streaming), so
-   * `?stream=1` reaches clients as produced, for up to 15 minutes.
+   * Serves POST /v1/sandboxes/{id}/exec and POST /v1/mcp in response-streaming mode (Lambda response
+   * streaming), so `?stream=1` and MCP progress reach clients as produced, for up to 15 minutes.
    */
   readonly streamHandler: IFunction;
   /**
@@ -89,19 +89,14 @@ export class PublicApi extends Construct {
     });
     this.api.root.addMethod('ANY', integration);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration);
-    // Explicit resources take precedence over {proxy+}: only the exec route streams.
-    this.api.root
-      .addResource('v1')
-      .addResource('sandboxes')
-      .addResource('{id}')
-      .addResource('exec')
-      .addMethod(
-        'POST',
-        new LambdaIntegration(props.streamHandler, {
-          proxy: true,
-          responseTransferMode: ResponseTransferMode.STREAM,
-          timeout: Duration.seconds(awsLimits.apiStreamIntegrationTimeoutSeconds),
-        }),
-      );
+    // Explicit resources take precedence over {proxy+}: the exec route and the MCP endpoint stream.
+    const streamed = new LambdaIntegration(props.streamHandler, {
+      proxy: true,
+      responseTransferMode: ResponseTransferMode.STREAM,
+      timeout: Duration.seconds(awsLimits.apiStreamIntegrationTimeoutSeconds),
+    });
+    const v1 = this.api.root.addResource('v1');
+    v1.addResource('sandboxes').addResource('{id}').addResource('exec').addMethod('POST', streamed);
+    v1.addResource('mcp').addMethod('POST', streamed);
   }
 }

@@ -1,4 +1,5 @@
 import type { Config } from '../../config.ts';
+import type { Log } from '../../log.ts';
 import type { PoolAdmin } from '../../pools/admin.ts';
 import type { PoolRegistry } from '../../pools/registry.ts';
 import type { SandboxOperations } from '../../sandboxes/operations.ts';
@@ -16,5 +17,6 @@ export interface RouteDeps {
   pools: PoolRegistry;
   store: Store;
   config: Config;
+  log: Log;
   reconcile: () => Promise<ReconcileReport>;
 }

@@ -1,6 +1,7 @@
 import type { RouteDefinition } from '../types.ts';
 import { auditRoutes } from './audit.ts';
 import type { RouteDeps } from './deps.ts';
+import { mcpRoutes } from './mcp.ts';
 import { operationsRoutes } from './operations.ts';
 import { poolsRoutes } from './pools.ts';
 import { sandboxesRoutes } from './sandboxes.ts';
@@ -20,6 +21,7 @@ export function apiRoutes(deps: RouteDeps, version: string): RouteDefinition[] {
     ...snapshotsRoutes(deps),
     ...auditRoutes(deps),
     ...poolsRoutes(deps),
+    ...mcpRoutes(deps),
   ];
   table.push(openApiRoute(table, version));
   return table;

@@ -11,21 +11,9 @@ import {
   updatedSandboxSchema,
   updateSandboxSchema,
 } from '../../schemas/sandboxes.ts';
-import { errorSchema, sandboxAlong, sandboxParams } from '../route-params.ts';
+import { errorSchema, parseLabelFilter, sandboxAlong, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
-
-/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
-function parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
-  if (filter === undefined) return undefined;
-  const labels: Record<string, string> = {};
-  for (const pair of filter.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
-    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return labels;
-}
 
 /** `?stream=1` (or `true`) streams; `0`, `false` or nothing waits for the command. */
 const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1', 'true', 'false']).optional() });

@@ -1,0 +1,73 @@
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { createMcpServer } from '../../mcp/tools.ts';
+import { errorSchema } from '../route-params.ts';
+import { type RouteDefinition, route } from '../types.ts';
+import type { RouteDeps } from './deps.ts';
+
+/** JSON-RPC messages of one MCP request: a file written through write_file travels base64 inside one. */
+const maxMcpRequestBytes = 8 * 1024 * 1024;
+
+/**
+ * The MCP endpoint (streamable HTTP, stateless): each POST carries JSON-RPC messages, authenticated like
+ * every route with the caller's key, and is answered by a server built for that request, acting as that
+ * caller. Answers are an SSE stream (tool progress, then the result) or JSON. It runs on the
+ * response-streaming function, as the exec route does, so a long command may take minutes.
+ */
+export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
+  return [
+    route({
+      method: 'POST',
+      path: '/v1/mcp',
+      summary:
+        'The MCP server (streamable HTTP, stateless): tools to create sandboxes, run commands and move files, as the key',
+      auth: 'org',
+      rawBody: { maxBytes: maxMcpRequestBytes, mediaType: 'application/json' },
+      rawResponse: {
+        mediaTypes: ['text/event-stream', 'application/json'],
+        description: 'JSON-RPC answers: an SSE stream, or JSON',
+      },
+      responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema, 406: null },
+      handle: async ({ principal, request }) => {
+        const server = createMcpServer({
+          sandboxes: deps.sandboxes,
+          operations: deps.operations,
+          principal,
+          log: deps.log,
+          execOutputMaxBytes: deps.config.api.execOutputMaxBytes,
+        });
+        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+        await server.connect(transport);
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(request.headers)) headers.set(name, value);
+        const answer = await transport.handleRequest(
+          new Request('http://differently.invalid/v1/mcp', {
+            method: 'POST',
+            headers,
+            body: request.body ?? Buffer.alloc(0),
+          }),
+        );
+        const answerHeaders: Record<string, string> = {};
+        answer.headers.forEach((value, name) => {
+          answerHeaders[name] = value;
+        });
+        const body = answer.body;
+        return {
+          status: answer.status,
+          headers: answerHeaders,
+          stream: async (write) => {
+            try {
+              if (body === null) return;
+              const decoder = new TextDecoder();
+              for await (const chunk of body) {
+                const text = decoder.decode(chunk, { stream: true });
+                if (text !== '') await write(text);
+              }
+            } finally {
+              await server.close();
+            }
+          },
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,92 @@
+/**
+ * The terminate worker's paths beyond provision.test.ts and spec-rules.test.ts: what each leaves on the
+ * record and the backend (the seeds: Delete is idempotent, a missing instance is deleted; E0.22: a gone
+ * pool or adapter ends the termination with a note, never a retry loop).
+ */
+import { describe, expect, it } from 'vitest';
+import { errors } from '../../lib/errors.ts';
+import { provisionSandbox } from '../../lib/scheduler/provision.ts';
+import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
+import { testPlane } from '../helpers/plane.ts';
+
+async function runningThenDeleted() {
+  const setup = await testPlane();
+  const { plane, principal } = setup;
+  const { sandbox } = await plane.sandboxes.create(principal, { placement: { allowedPools: ['first'] } });
+  const message = { sandboxId: sandbox.id, orgId: principal.orgId };
+  await provisionSandbox(plane, message);
+  await plane.sandboxes.delete(principal, sandbox.id);
+  const record = async () => {
+    const stored = await plane.store.getSandbox(principal.orgId, sandbox.id);
+    if (stored === undefined) throw new Error('the sandbox is gone');
+    return stored;
+  };
+  return { ...setup, message, record };
+}
+
+describe('the terminate worker, path by path', () => {
+  it('deletes the instance and ends the sandbox terminated, its usage released', async () => {
+    const { plane, adapters, principal, message, record } = await runningThenDeleted();
+    expect(await terminateSandbox(plane, message, 1)).toEqual({ kind: 'done' });
+    expect(await record()).toMatchObject({ status: 'terminated', statusMessage: 'terminated' });
+    expect(adapters.first.instanceCount()).toBe(0);
+    expect(adapters.first.calls.get('delete')).toBe(1);
+    expect(await plane.store.getUsage(principal.orgId)).toMatchObject({ cpu: 0, memoryMiB: 0, sandboxes: 0 });
+  });
+
+  it('acknowledges a message for a sandbox that is not terminating, or not there, touching nothing', async () => {
+    const { plane, principal, adapters } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const message = { sandboxId: sandbox.id, orgId: principal.orgId };
+    await provisionSandbox(plane, message);
+    const running = await plane.store.getSandbox(principal.orgId, sandbox.id);
+    expect(await terminateSandbox(plane, message, 1)).toEqual({ kind: 'done' });
+    expect(await plane.store.getSandbox(principal.orgId, sandbox.id)).toEqual(running);
+    expect(adapters.first.calls.get('delete') ?? 0).toBe(0);
+    expect(
+      await terminateSandbox(
+        plane,
+        { sandboxId: 'sbx_01J00000000000000000000000', orgId: principal.orgId },
+        1,
+      ),
+    ).toEqual({ kind: 'done' });
+  });
+
+  it('ends a sandbox that never had an instance without calling the backend', async () => {
+    const { plane, principal, adapters } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    await plane.sandboxes.delete(principal, sandbox.id);
+    expect(await terminateSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }, 1)).toEqual({
+      kind: 'done',
+    });
+    expect(await plane.store.getSandbox(principal.orgId, sandbox.id)).toMatchObject({
+      status: 'terminated',
+      statusMessage: 'terminated',
+    });
+    expect((adapters.first.calls.get('delete') ?? 0) + (adapters.second.calls.get('delete') ?? 0)).toBe(0);
+  });
+
+  it('ends with a note, without retrying, when the pool no longer exists anywhere', async () => {
+    const { plane, message, record } = await runningThenDeleted();
+    const current = await record();
+    await plane.store.updateSandbox(current, { pool: 'removed' });
+    expect(await terminateSandbox(plane, message, 1)).toEqual({ kind: 'done' });
+    expect(await record()).toMatchObject({
+      status: 'terminated',
+      statusMessage: `terminated; pool removed no longer exists, backend instance ${current.backendRef} was not deleted`,
+    });
+  });
+
+  it('retries a Delete the backend refused, noting why on the record', async () => {
+    const { plane, adapters, message, record } = await runningThenDeleted();
+    adapters.first.inject('delete', { error: errors.providerUnavailable('connection reset') });
+    expect(await terminateSandbox(plane, message, 2)).toEqual({ kind: 'retry', delaySeconds: 10 });
+    expect(await record()).toMatchObject({
+      status: 'terminating',
+      statusMessage: 'delete failed, retrying: connection reset',
+    });
+    expect(await terminateSandbox(plane, message, 3)).toEqual({ kind: 'done' });
+    expect((await record()).status).toBe('terminated');
+    expect(adapters.first.instanceCount()).toBe(0);
+  });
+});
