@@ -63,6 +63,13 @@ describe('isolation matrix over every route', () => {
       '/v1/sandboxes/{id}': { labels: {} },
       '/v1/admin/orgs': { name: 'x' },
       '/v1/admin/orgs/{id}/keys': { name: 'x' },
+      // Through the MCP endpoint too, another org's listing shows none of this org's sandboxes.
+      '/v1/mcp': {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'list_sandboxes', arguments: {} },
+      },
     };
     const body =
       route.method === 'PUT'
@@ -75,6 +82,7 @@ describe('isolation matrix over every route', () => {
       headers: {
         ...(key !== undefined && { authorization: `Bearer ${key}` }),
         'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
       },
       ...(body !== undefined && { body }),
     });

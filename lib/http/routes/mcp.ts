@@ -1,4 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import * as z from 'zod';
+import { errors } from '../../errors.ts';
 import { createMcpServer } from '../../mcp/tools.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
@@ -26,7 +28,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
         mediaTypes: ['text/event-stream', 'application/json'],
         description: 'JSON-RPC answers: an SSE stream, or JSON',
       },
-      responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema, 406: null },
+      responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema },
       handle: async ({ principal, request }) => {
         const server = createMcpServer({
           sandboxes: deps.sandboxes,
@@ -46,6 +48,12 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
             body: request.body ?? Buffer.alloc(0),
           }),
         );
+        if (answer.status >= 400) {
+          // The transport refused the request itself (not JSON-RPC, not accepting SSE, a wrong content
+          // type): answered in the API's one envelope, with the transport's reason.
+          await server.close();
+          throw errors.invalidRequest(`not an MCP request this endpoint takes: ${await reasonOf(answer)}`);
+        }
         const answerHeaders: Record<string, string> = {};
         answer.headers.forEach((value, name) => {
           answerHeaders[name] = value;
@@ -70,4 +78,18 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
       },
     }),
   ];
+}
+
+const jsonRpcError = z.object({ error: z.object({ message: z.string() }) });
+
+/** The JSON-RPC error's message of a refused request, or its status. */
+async function reasonOf(answer: Response): Promise<string> {
+  const text = await answer.text();
+  try {
+    const parsed = jsonRpcError.safeParse(JSON.parse(text));
+    if (parsed.success) return parsed.data.error.message;
+  } catch {
+    // not JSON: the status says it
+  }
+  return `HTTP ${answer.status}`;
 }
