@@ -14,6 +14,7 @@ export default defineConfig({
       'test/integration/conflict-retry.test.ts',
       'test/integration/operations-worker.test.ts',
       'test/integration/runtime-pools-across-containers.test.ts',
+      'test/integration/sweep.test.ts',
     ],
     testTimeout: 30_000,
     pool: 'forks',
