@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
 import { parseConfig } from '../../lib/config.ts';
@@ -14,9 +14,12 @@ import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 import { storeFactories } from '../helpers/stores.ts';
 
+/** DynamoDB Local is the integration project's: under `npm run mutate` the memory variant runs alone. */
+const withServices = inject('dynamodbEndpoint') !== undefined;
+
 const stores: Record<string, () => Promise<Store>> = {
   memory: () => storeFactories.memory(),
-  dynamodb: () => storeFactories.dynamodb(),
+  ...(withServices && { dynamodb: () => storeFactories.dynamodb() }),
 };
 
 /** Two pools, `first` and `second`; with `shared`, both on one backend (one fake, one installation). */
