@@ -200,6 +200,24 @@ describe('the CDK app', () => {
     });
   });
 
+  it('streams exactly the exec route and the MCP endpoint (POST), as the local runtime routes them', () => {
+    const streamed = Object.values(resources).filter(
+      (r) =>
+        r.Type === 'AWS::ApiGateway::Method' &&
+        (r.Properties.Integration as { ResponseTransferMode?: string } | undefined)?.ResponseTransferMode ===
+          'STREAM',
+    );
+    const pathOf = (resourceId: unknown): string => {
+      const ref = (resourceId as { Ref?: string } | undefined)?.Ref;
+      const resource = ref === undefined ? undefined : resources[ref];
+      if (resource === undefined) return '';
+      return `${pathOf(resource.Properties.ParentId)}/${String(resource.Properties.PathPart)}`;
+    };
+    expect(
+      streamed.map((m) => `${String(m.Properties.HttpMethod)} ${pathOf(m.Properties.ResourceId)}`).sort(),
+    ).toEqual(['POST /v1/mcp', 'POST /v1/sandboxes/{id}/exec']);
+  });
+
   it('reserves no concurrency (the reconciler’s lease keeps it single), unless the operator asks for it', () => {
     template.allResourcesProperties('AWS::Lambda::Function', {
       ReservedConcurrentExecutions: Match.absent(),
