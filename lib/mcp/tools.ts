@@ -27,6 +27,8 @@ export interface McpToolDeps {
   log: Log;
   /** How many bytes of each of stdout and stderr an exec returns (the API's own bound). */
   execOutputMaxBytes: number;
+  /** The HTTP request's end: a client that goes away cancels its running command, as over REST. */
+  gone?: AbortSignal | undefined;
 }
 
 export const mcpServerInfo = { name: 'differently', version: '0.1.0' };
@@ -252,7 +254,8 @@ async function streamedExec(
   extra: ToolExtra,
 ): Promise<ExecResult> {
   const started = Date.now();
-  const produce = await deps.sandboxes.execStream(deps.principal, id, request, extra.signal);
+  const cancelled = deps.gone === undefined ? extra.signal : AbortSignal.any([extra.signal, deps.gone]);
+  const produce = await deps.sandboxes.execStream(deps.principal, id, request, cancelled);
   const output = {
     stdout: new BoundedText(deps.execOutputMaxBytes),
     stderr: new BoundedText(deps.execOutputMaxBytes),

@@ -36,6 +36,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
           principal,
           log: deps.log,
           execOutputMaxBytes: deps.config.api.execOutputMaxBytes,
+          gone: request.signal,
         });
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
         await server.connect(transport);
