@@ -3,7 +3,7 @@ import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
-import { expectError } from '../helpers/http-client.ts';
+import { expectError, waitFor } from '../helpers/http-client.ts';
 
 /**
  * The seeds' placement acceptance scenarios over HTTP on the local runtime (docs/acceptance.md maps each
@@ -78,8 +78,12 @@ describe('placement acceptance', () => {
     await admin.admin.setPolicy({ allowExternal: false, externalPools: [] });
     const first = await tenant.waitUntilRunning((await create({})).id, { intervalMs: 20 });
     const second = await create({ queueTimeoutSeconds: 60 });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const waiting = await tenant.getSandbox(second.id);
+    // Waits until the scheduler has looked at it (its reason recorded), however busy the machine is.
+    const waiting = await waitFor(
+      () => tenant.getSandbox(second.id),
+      (s) => s.statusMessage !== null,
+      'the scheduler to record why the sandbox waits',
+    );
     expect(waiting.status).toBe('queued');
     expect(waiting.statusMessage).toMatch(
       /ext: external pool, and the policy does not allow external placement/,

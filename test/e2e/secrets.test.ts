@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
 import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
@@ -9,6 +10,7 @@ import { installationChain } from '../../lib/store/port.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import { waitFor } from '../helpers/http-client.ts';
 import { ChaosAdapter, seededRandom } from '../soak/soak.ts';
 
 /**
@@ -200,7 +202,26 @@ describe('credentials never leak', () => {
       await call(path.endsWith('reconcile') ? 'POST' : 'GET', path, admin);
     }
     await call('GET', '/v1/trust', key);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Every termination has been tried at least once (ended, or noted as failing): the deletes' background
+    // work, whose logs and events are searched below, has happened, however busy the machine is.
+    const sandboxView = z.object({ status: z.string(), statusMessage: z.string().nullable() });
+    await waitFor(
+      () =>
+        Promise.all(
+          ids.map(async (id) =>
+            sandboxView.parse(JSON.parse((await call('GET', `/v1/sandboxes/${id}`, key)).text)),
+          ),
+        ),
+      (views) =>
+        views.every(
+          (v) =>
+            v.status === 'terminated' ||
+            v.status === 'failed' ||
+            (v.status === 'terminating' && (v.statusMessage ?? '').startsWith('delete failed')),
+        ),
+      'every termination of the storm to have been tried',
+      60_000,
+    );
 
     const store = runtime.plane.store;
     const audit: string[] = [];

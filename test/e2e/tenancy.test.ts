@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
-import { expectError } from '../helpers/http-client.ts';
+import { expectError, waitFor } from '../helpers/http-client.ts';
 
 /** Tenancy over HTTP on the local runtime: projects, key roles and rotation, quotas and usage, templates. */
 describe('tenancy', () => {
@@ -126,8 +126,13 @@ describe('tenancy', () => {
       resources: { cpu: 1 },
       placement: { allowedPools: ['fake'] },
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await tenant.getSandbox(waiting.id)).status).toBe('queued');
+    // It is seen waiting for quota (the scheduler looked and recorded why), not merely not placed yet.
+    const held = await waitFor(
+      () => tenant.getSandbox(waiting.id),
+      (s) => s.waitingFor !== null,
+      'the scheduler to hold the sandbox for quota',
+    );
+    expect(held).toMatchObject({ status: 'queued', waitingFor: 'quota' });
     // ...and runs once the quota is raised again.
     await admin.admin.setQuota(orgId, { maxCPU: 8 });
     await e.until(waiting.id, 'running', key);

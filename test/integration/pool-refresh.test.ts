@@ -51,8 +51,9 @@ describe('pool-refresh', () => {
       healthy: false,
       reason: expect.stringMatching(/^the backend was unavailable at .*: connection refused$/),
     });
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    await refreshPools(control);
+    // A probe that starts after the mark (a second later on its own clock; no waiting on the real one).
+    const later = Date.now() + 1000;
+    await refreshPools({ ...control, now: () => new Date(later) });
     expect(control.pools.health('good')).toEqual({ healthy: true, reason: null });
   });
 

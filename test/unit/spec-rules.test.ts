@@ -190,17 +190,16 @@ function insufficient() {
 
 type Plane = Awaited<ReturnType<typeof testPlane>>['plane'];
 
+/** Polls until `condition` holds; the 20 s bound is a safety net for a busy machine, not a timing. */
 async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200 && !(await condition()); i++)
+  const deadline = Date.now() + 20_000;
+  while (!(await condition()) && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 /** Waits (on the operations worker the test plane runs) until the sandbox reaches `status`. */
 async function expectStatus(plane: Plane, orgId: string, id: string, status: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if ((await plane.store.getSandbox(orgId, id))?.status === status) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await waitUntil(async () => (await plane.store.getSandbox(orgId, id))?.status === status);
   expect((await plane.store.getSandbox(orgId, id))?.status).toBe(status);
 }
 
