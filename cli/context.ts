@@ -35,11 +35,13 @@ export class CommandContext {
 
   /** Where and as whom: --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY). */
   get target(): { endpoint: string; key: string } {
-    const endpoint = this.values.endpoint ?? this.io.env.DIFFERENTLY_ENDPOINT;
-    const key = this.values.key ?? this.io.env.DIFFERENTLY_API_KEY;
+    // An empty variable is as good as none.
+    const endpoint = this.values.endpoint || this.io.env.DIFFERENTLY_ENDPOINT || undefined;
+    const key = this.values.key || this.io.env.DIFFERENTLY_API_KEY || undefined;
     if (endpoint === undefined || key === undefined) {
       throw new UsageError('set --endpoint and --key (or DIFFERENTLY_ENDPOINT and DIFFERENTLY_API_KEY)');
     }
+    if (!URL.canParse(endpoint)) throw new UsageError(`the endpoint is not a URL: ${endpoint}`);
     return { endpoint, key };
   }
 

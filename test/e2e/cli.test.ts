@@ -33,6 +33,15 @@ describe('the differently CLI', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('says what is missing when the endpoint or key is empty or not a URL (exit 2)', async () => {
+    const empty = await cli(['usage'], { DIFFERENTLY_ENDPOINT: '', DIFFERENTLY_API_KEY: '' });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('set --endpoint and --key');
+    const notUrl = await cli(['usage'], { DIFFERENTLY_ENDPOINT: 'nope', DIFFERENTLY_API_KEY: 'k' });
+    expect(notUrl.code).toBe(2);
+    expect(notUrl.stderr).toContain('the endpoint is not a URL: nope');
+  });
+
   it('creates and waits, printing the running record as JSON', async () => {
     const run = await cli(['sandboxes', 'create', '--pool', 'fake', '--wait', '--json'], asTenant);
     expect(run.code).toBe(0);
