@@ -8,6 +8,7 @@ import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { createControlPlane } from '../../lib/control-plane.ts';
+import { errors } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
@@ -83,11 +84,11 @@ describe('the provision worker, path by path', () => {
     expect(adapters.first.calls.get('create') ?? 0).toBe(0);
   });
 
-  it('places a sandbox whose deadline has not passed yet', async () => {
+  it('places a sandbox whose deadline has not passed yet, at the very deadline too', async () => {
     let now = Date.parse('2026-12-03T10:00:00Z');
     const { plane, principal } = await testPlane({ now: () => new Date(now) });
     const { sandbox } = await plane.sandboxes.create(principal, { queueTimeoutSeconds: 30 });
-    now += 29_000;
+    now += 30_000;
     await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
     expect((await stored(plane, principal.orgId, sandbox.id)).status).toBe('running');
   });
@@ -237,7 +238,7 @@ describe('the provision worker, path by path', () => {
       'differently.dev/org': principal.orgId,
       'differently.dev/project': project.id,
     });
-    expect(request?.fromSnapshot).toBeUndefined();
+    expect(request !== undefined && 'fromSnapshot' in request).toBe(false);
   });
 
   it('leaves out the template and the project label when the sandbox has none', async () => {
@@ -247,6 +248,118 @@ describe('the provision worker, path by path', () => {
     const [request] = adapters.first.createRequests;
     expect(request && 'template' in request).toBe(false);
     expect(request?.labels).not.toHaveProperty('differently.dev/project');
+  });
+
+  it('fails, once, a sandbox whose capabilities no permitted pool offers any more', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const record = await stored(plane, principal.orgId, sandbox.id);
+    await plane.store.updateSandbox(record, { capabilities: ['gpu'] });
+    expect(await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId })).toEqual({
+      kind: 'done',
+    });
+    const failed = await stored(plane, principal.orgId, sandbox.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.statusMessage).toMatch(/^no permitted pool offers the requested capabilities/);
+  });
+
+  it('shows the pool it is provisioning on while the backend creates it', async () => {
+    const { plane, principal, adapters } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const create = adapters.first.create.bind(adapters.first);
+    let during: SandboxRecord | undefined;
+    adapters.first.create = async (request, options) => {
+      during = await stored(plane, principal.orgId, sandbox.id);
+      return create(request, options);
+    };
+    await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+    expect(during).toMatchObject({
+      status: 'provisioning',
+      pool: 'first',
+      statusMessage: 'provisioning on first',
+    });
+  });
+
+  it("gives the backend a deadline a little before the scheduler's own (5 s, or a tenth of a short one)", async () => {
+    const { plane, principal, adapters } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const create = adapters.first.create.bind(adapters.first);
+    let deadline = 0;
+    adapters.first.create = async (request, options) => {
+      deadline = options?.deadline ?? 0;
+      return create(request, options);
+    };
+    const before = Date.now();
+    await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+    // provisionTimeoutSeconds defaults to 120: the backend must answer within 115 s.
+    expect(deadline).toBeGreaterThanOrEqual(before + 115_000);
+    expect(deadline).toBeLessThanOrEqual(Date.now() + 115_000);
+  });
+
+  it('moves a sandbox provisioning on a pool that went down to another, giving the first its slot back', async () => {
+    const { plane, principal } = await boundedPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const queued = await stored(plane, principal.orgId, sandbox.id);
+    // Left provisioning on `second` (its slot taken) by a worker that died; `second` is down since.
+    await plane.store.updateSandbox(queued, { status: 'provisioning', pool: 'second' }, { poolLimit: 1 });
+    expect(await plane.store.getPoolUsage('second')).toBe(1);
+    await plane.pools.markDown('second', 'refused');
+    await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+    expect(await stored(plane, principal.orgId, sandbox.id)).toMatchObject({
+      status: 'running',
+      pool: 'first',
+    });
+    expect(await plane.store.getPoolUsage('second')).toBe(0);
+    expect(await plane.store.getPoolUsage('first')).toBe(1);
+  });
+
+  it('places a queued sandbox by ranking, whatever pool an earlier attempt left on its record', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const queued = await stored(plane, principal.orgId, sandbox.id);
+    await plane.store.updateSandbox(queued, { pool: 'second' });
+    await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId });
+    expect((await stored(plane, principal.orgId, sandbox.id)).pool).toBe('first');
+  });
+
+  it('lets a store failure that is not a lost race propagate (the message is redelivered), at activation and at running', async () => {
+    for (const failOn of ['provisioning', 'running'] as const) {
+      const { plane, principal } = await testPlane();
+      const { sandbox } = await plane.sandboxes.create(principal, {});
+      const update = plane.store.updateSandbox.bind(plane.store);
+      plane.store.updateSandbox = async (current, patch, options) => {
+        if (patch.status === failOn) throw new Error('the table is gone');
+        return update(current, patch, options);
+      };
+      await expect(
+        provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }),
+      ).rejects.toThrow('the table is gone');
+      plane.store.updateSandbox = async (current, patch, options) => {
+        if (patch.status === failOn) throw errors.providerUnavailable('throttled');
+        return update(current, patch, options);
+      };
+      await expect(
+        provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }),
+      ).rejects.toThrow('throttled');
+    }
+  });
+
+  it('looks again shortly when activation loses a race to another writer', async () => {
+    const { plane, principal } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const update = plane.store.updateSandbox.bind(plane.store);
+    plane.store.updateSandbox = async (current, patch, options) => {
+      if (patch.status === 'provisioning') throw errors.conflict('another writer got there first');
+      return update(current, patch, options);
+    };
+    expect(await provisionSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId })).toEqual({
+      kind: 'retry',
+      delaySeconds: 1,
+    });
+    expect(await stored(plane, principal.orgId, sandbox.id)).toMatchObject({
+      status: 'queued',
+      waitingFor: null,
+    });
   });
 
   describe('a restore from a snapshot', () => {
