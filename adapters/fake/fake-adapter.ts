@@ -259,7 +259,8 @@ export class FakeAdapter
     );
   }
 
-  async delete(ref: string): Promise<void> {
+  async delete(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#delay('delete', opts?.signal);
     await this.#enter('delete', () => this.vanish(ref));
   }
 

@@ -4,10 +4,17 @@
  * pool or adapter ends the termination with a note, never a retry loop).
  */
 import { describe, expect, it } from 'vitest';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../adapters/registry.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { createControlPlane } from '../../lib/control-plane.ts';
 import { errors } from '../../lib/errors.ts';
+import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
-import { testPlane } from '../helpers/plane.ts';
+import { MemoryStore } from '../../lib/store/memory.ts';
+import { RecordingQueue, testPlane } from '../helpers/plane.ts';
+import { orgPrincipal } from '../helpers/records.ts';
 
 async function runningThenDeleted() {
   const setup = await testPlane();
@@ -88,5 +95,83 @@ describe('the terminate worker, path by path', () => {
     expect(await terminateSandbox(plane, message, 3)).toEqual({ kind: 'done' });
     expect((await record()).status).toBe('terminated');
     expect(adapters.first.instanceCount()).toBe(0);
+  });
+
+  it('takes a backend that answers not_found to a Delete as deleted', async () => {
+    const { plane, adapters, message, record } = await runningThenDeleted();
+    adapters.first.inject('delete', { error: errors.notFound('instance', 'gone') });
+    expect(await terminateSandbox(plane, message, 1)).toEqual({ kind: 'done' });
+    expect(await record()).toMatchObject({ status: 'terminated', statusMessage: 'terminated' });
+  });
+
+  it('calls no Delete for a sandbox deleted while provisioning, before any instance existed', async () => {
+    const { plane, principal, adapters } = await testPlane();
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const queued = await plane.store.getSandbox(principal.orgId, sandbox.id);
+    if (queued === undefined) throw new Error('gone');
+    await plane.store.updateSandbox(queued, { status: 'provisioning', pool: 'first' });
+    await plane.sandboxes.delete(principal, sandbox.id);
+    expect(await terminateSandbox(plane, { sandboxId: sandbox.id, orgId: principal.orgId }, 1)).toEqual({
+      kind: 'done',
+    });
+    expect((await plane.store.getSandbox(principal.orgId, sandbox.id))?.status).toBe('terminated');
+    expect(adapters.first.calls.get('delete') ?? 0).toBe(0);
+  });
+
+  it('bounds a Delete that never answers by terminateTimeoutSeconds, then retries', async () => {
+    const slow = new FakeAdapter({ delaysMs: { delete: 120_000 } });
+    const config = parseConfig({
+      devMode: true,
+      pools: [{ name: 'slow', adapter: 'fake' }],
+      scheduler: { terminateTimeoutSeconds: 5 },
+    });
+    const store = new MemoryStore();
+    const plane = createControlPlane({
+      config,
+      store,
+      queue: new RecordingQueue(),
+      pools: await buildPools(config, { log: silentLog, adapters: { slow }, store }),
+      log: silentLog,
+    });
+    const principal = orgPrincipal((await plane.tenancy.createOrg({ name: 'slow' })).id);
+    const { sandbox } = await plane.sandboxes.create(principal, {});
+    const message = { sandboxId: sandbox.id, orgId: principal.orgId };
+    await provisionSandbox(plane, message);
+    await plane.sandboxes.delete(principal, sandbox.id);
+    expect(await terminateSandbox(plane, message, 1)).toEqual({ kind: 'retry', delaySeconds: 5 });
+    expect((await store.getSandbox(principal.orgId, sandbox.id))?.statusMessage).toMatch(
+      /^delete failed, retrying: /,
+    );
+  });
+
+  it('finds a pool added through another container since this one last looked, and deletes there', async () => {
+    const store = new MemoryStore();
+    const lab = new FakeAdapter();
+    const config = parseConfig({ devMode: true, pools: [] });
+    const container = async () =>
+      createControlPlane({
+        config,
+        store,
+        queue: new RecordingQueue(),
+        pools: await buildPools(config, { log: silentLog, adapters: { lab }, store }),
+        log: silentLog,
+      });
+    const [worker, api] = [await container(), await container()];
+    await worker.pools.sync(true);
+    await api.poolAdmin.create(
+      { name: 'lab', adapter: 'fake', trust: 'private', maxConcurrency: 0, config: {} },
+      'admin',
+    );
+    const principal = orgPrincipal((await api.tenancy.createOrg({ name: 'o' })).id);
+    const { sandbox } = await api.sandboxes.create(principal, { placement: { allowedPools: ['lab'] } });
+    const message = { sandboxId: sandbox.id, orgId: principal.orgId };
+    await provisionSandbox(api, message);
+    await api.sandboxes.delete(principal, sandbox.id);
+    expect(await terminateSandbox(worker, message, 1)).toEqual({ kind: 'done' });
+    expect(await store.getSandbox(principal.orgId, sandbox.id)).toMatchObject({
+      status: 'terminated',
+      statusMessage: 'terminated',
+    });
+    expect(lab.instanceCount()).toBe(0);
   });
 });
