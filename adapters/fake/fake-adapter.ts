@@ -253,7 +253,8 @@ export class FakeAdapter
     return this.#enter('get', () => strip(this.#instance(ref)));
   }
 
-  async list(installation: string): Promise<Instance[]> {
+  async list(installation: string, opts?: CallOptions): Promise<Instance[]> {
+    await this.#delay('list', opts?.signal);
     return this.#enter('list', () =>
       [...this.#instances.values()].filter((i) => i.installation === installation).map(strip),
     );

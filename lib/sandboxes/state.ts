@@ -37,7 +37,8 @@ const transitions: Record<SandboxStatus, readonly SandboxStatus[]> = {
   // running -> stopped / paused directly: the reconciler following an instance the backend changed.
   running: ['stopping', 'pausing', 'stopped', 'paused', 'terminating', 'failed'],
   stopped: ['starting', 'running', 'terminating', 'failed'],
-  paused: ['resuming', 'running', 'terminating', 'failed'],
+  // paused -> stopped: the reconciler following an instance the backend stopped (seeds, section 6).
+  paused: ['resuming', 'running', 'stopped', 'terminating', 'failed'],
   // Transitional: the operations worker finishes the move, or undoes it when the backend refused.
   stopping: ['stopped', 'running', 'terminating', 'failed'],
   starting: ['running', 'stopped', 'terminating', 'failed'],

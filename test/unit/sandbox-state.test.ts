@@ -27,6 +27,8 @@ const allowed = new Set([
   'stopped>terminating',
   'stopped>failed',
   'paused>running',
+  // The reconciler follows an instance the backend reports stopped, for running and paused sandboxes.
+  'paused>stopped',
   'paused>terminating',
   'paused>failed',
   // Lifecycle calls pass through a transitional status the operations worker ends: forward on success,
