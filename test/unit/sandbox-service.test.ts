@@ -284,3 +284,36 @@ describe('exec', () => {
     );
   });
 });
+
+describe('what the route read with the key', () => {
+  it('is used instead of a read of its own, when it is the sandbox asked for', async () => {
+    const { plane, principal, id } = await running();
+    const record = await plane.store.getSandbox(principal.orgId, id);
+    const reads: string[] = [];
+    const get = plane.store.getSandbox.bind(plane.store);
+    plane.store.getSandbox = async (orgId, sandboxId) => {
+      reads.push(sandboxId);
+      return get(orgId, sandboxId);
+    };
+    expect((await plane.sandboxes.get(principal, id, { sandbox: record ?? null })).id).toBe(id);
+    expect(reads).toEqual([]);
+    // Read along and absent: not found, without another look.
+    expect(await codeOf(plane.sandboxes.get(principal, id, { sandbox: null }))).toBe('not_found');
+    expect(reads).toEqual([]);
+    // Another sandbox than the one asked for: the service reads the one asked for.
+    const other = (await plane.sandboxes.create(principal, {})).sandbox;
+    expect((await plane.sandboxes.get(principal, other.id, { sandbox: record ?? null })).id).toBe(other.id);
+    expect(reads).toEqual([other.id]);
+  });
+
+  it("still hides another project's sandbox read along", async () => {
+    const { plane, principal, id } = await running();
+    const record = await plane.store.getSandbox(principal.orgId, id);
+    const project = await plane.tenancy.createProject(principal.orgId, { name: 'p' });
+    expect(
+      await codeOf(
+        plane.sandboxes.get({ ...principal, projectId: project.id }, id, { sandbox: record ?? null }),
+      ),
+    ).toBe('not_found');
+  });
+});
