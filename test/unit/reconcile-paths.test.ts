@@ -216,6 +216,35 @@ describe('one reconcile pass, case by case', () => {
     expect((await record(raced.record.id)).status).toBe('running');
   });
 
+  it('counts no adoption, requeue, failure or stop that lost a race', async () => {
+    const { plane, adapters, installation, sandbox, withInstance, pass } = await setup();
+    const stuck = await sandbox('provisioning');
+    adapters.first.plant(stuck.id, installation);
+    const stalled = await sandbox('provisioning');
+    const broken = await withInstance('running', 'error');
+    const halted = await withInstance('running', 'stopped');
+    const contested = new Set([stuck.id, stalled.id, broken.record.id, halted.record.id]);
+    const update = plane.store.updateSandbox.bind(plane.store);
+    plane.store.updateSandbox = async (current, patch, options) => {
+      if (contested.has(current.id)) throw errors.conflict('changed under us');
+      return update(current, patch, options);
+    };
+    expect(await pass()).toEqual({ ...nothing, listed: 3 });
+  });
+
+  it('looks at every live sandbox of the pool, more than one page of them', async () => {
+    const { plane, principal, withInstance, adapters, pass } = await setup();
+    await plane.tenancy.setQuota(principal.orgId, {
+      maxSandboxes: 1000,
+      maxCPU: 1000,
+      maxMemoryMiB: 10_000_000,
+    });
+    const made = [];
+    for (let i = 0; i < 101; i++) made.push(await withInstance('running'));
+    for (const { instance } of made) adapters.first.vanish(instance.ref);
+    expect(await pass()).toEqual({ ...nothing, failed: 101 });
+  });
+
   it('skips a pool whose List failed, changing nothing there', async () => {
     const { adapters, withInstance, pass, record } = await setup();
     const { record: running, instance } = await withInstance('running');
