@@ -21,7 +21,9 @@ class Letters implements DeadLetterSource {
     terminate: [],
     operations: [],
   };
+  receives = 0;
   async receive(queue: QueueName, max: number): Promise<DeadLetter[]> {
+    this.receives++;
     return this.pending[queue]
       .filter((l) => !l.acked)
       .slice(0, max)
@@ -128,16 +130,18 @@ describe('a sweep pass, path by path', () => {
   it('skips, counting, a sandbox that changed under it; goes on past one whose write failed', async () => {
     const { plane, queue, sandbox } = await setup();
     const raced = await sandbox('queued', { pool: null, updatedAt: secondsAgo(400) });
+    const moved = await sandbox('queued', { pool: null, updatedAt: secondsAgo(400) });
     const gone = await sandbox('queued', { pool: null, updatedAt: secondsAgo(400) });
     const fine = await sandbox('queued', { pool: null, updatedAt: secondsAgo(400) });
     const update = plane.store.updateSandbox.bind(plane.store);
     plane.store.updateSandbox = async (current, patch, options) => {
       if (current.id === raced.id) throw errors.conflict('changed');
+      if (current.id === moved.id) throw errors.invalidState('not queued any more');
       if (current.id === gone.id) throw new Error('the table is gone');
       return update(current, patch, options);
     };
     queue.sent.length = 0;
-    expect(await sweep(plane)).toEqual({ ...none, requeuedProvisions: 1, skipped: 1 });
+    expect(await sweep(plane)).toEqual({ ...none, requeuedProvisions: 1, skipped: 2 });
     expect(queue.sent.map((s) => s.message.sandboxId)).toEqual([fine.id]);
   });
 
@@ -169,6 +173,61 @@ describe('a sweep pass, path by path', () => {
       expect(letters.left('provision') + letters.left('terminate')).toBe(0);
     });
 
+    it('abandons a lifecycle call whose operations message was dead-lettered, back to where it was', async () => {
+      const { plane, letters, sandbox, record } = await setup();
+      const stopping = await sandbox('stopping', { backendRef: 'fake_s' });
+      letters.pending.operations.push({
+        body: JSON.stringify({ sandboxId: stopping.id, orgId: stopping.orgId, operation: 'stop' }),
+        acked: false,
+      });
+      expect(await sweep(plane)).toEqual({ ...none, deadLetteredOperations: 1 });
+      expect((await record(stopping.id))?.status).toBe('running');
+      expect(letters.left('operations')).toBe(0);
+    });
+
+    it('acknowledges letters that no longer apply (an unknown sandbox, another stage) without acting', async () => {
+      const { plane, queue, letters, sandbox, record } = await setup();
+      const waiting = await sandbox('queued', { pool: null });
+      const ending = await sandbox('terminating', { backendRef: 'fake_e' });
+      const unknown = JSON.stringify({ sandboxId: 'sbx_01J00000000000000000000000', orgId: waiting.orgId });
+      letters.pending.provision.push({ body: unknown, acked: false });
+      letters.pending.provision.push({
+        body: JSON.stringify({ sandboxId: ending.id, orgId: ending.orgId }),
+        acked: false,
+      });
+      letters.pending.terminate.push({ body: unknown, acked: false });
+      letters.pending.terminate.push({
+        body: JSON.stringify({ sandboxId: waiting.id, orgId: waiting.orgId }),
+        acked: false,
+      });
+      queue.sent.length = 0;
+      expect(await sweep(plane)).toEqual(none);
+      expect((await record(waiting.id))?.status).toBe('queued');
+      expect((await record(ending.id))?.status).toBe('terminating');
+      expect(queue.sent).toEqual([]);
+      expect(letters.left('provision') + letters.left('terminate')).toBe(0);
+    });
+
+    it('leaves a letter it could not act on in the dead-letter queue for the next pass', async () => {
+      const { plane, letters, sandbox } = await setup();
+      const stuck = await sandbox('queued', { pool: null });
+      letters.pending.provision.push({
+        body: JSON.stringify({ sandboxId: stuck.id, orgId: stuck.orgId }),
+        acked: false,
+      });
+      plane.store.updateSandbox = async () => {
+        throw new Error('the table is gone');
+      };
+      expect((await sweep(plane)).deadLetteredProvisions).toBe(0);
+      expect(letters.left('provision')).toBe(1);
+    });
+
+    it('stops asking a dead-letter queue once it is empty', async () => {
+      const { plane, letters } = await setup();
+      await sweep(plane);
+      expect(letters.receives).toBe(3);
+    });
+
     it('takes at most ten batches of ten per queue in one pass', async () => {
       const { plane, letters } = await setup();
       for (let i = 0; i < 105; i++) letters.pending.provision.push({ body: 'junk', acked: false });
@@ -197,5 +256,24 @@ describe('a sweep pass, path by path', () => {
       { queue: 'operations', message: { sandboxId: pausing.id, orgId: pausing.orgId, operation: 'pause' } },
       { queue: 'provision', message: { sandboxId: provisioning.id, orgId: provisioning.orgId } },
     ]);
+  });
+
+  it('runs without dead-letter queues or an injected clock', async () => {
+    const { plane } = await setup();
+    const { deadLetters: _letters, now: _now, ...bare } = plane;
+    expect(await sweep(bare)).toEqual(none);
+  });
+
+  it('links every org’s pending audit records, past one page of orgs, whatever one org’s linking does', async () => {
+    const { plane } = await setup();
+    for (let i = 0; i < 101; i++) await plane.tenancy.createOrg({ name: `org-${i}` });
+    const linked: string[] = [];
+    plane.store.linkAudit = async (orgId) => {
+      linked.push(orgId);
+      if (linked.length === 1) throw new Error('the chain is busy');
+    };
+    await sweep(plane);
+    // The test plane's own org and the 101 made here.
+    expect(new Set(linked).size).toBe(102);
   });
 });
