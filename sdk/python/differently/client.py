@@ -9,7 +9,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from .errors import DifferentlyError, DifferentlyNetworkError
 from .models import (
@@ -193,24 +193,26 @@ class DifferentlyClient:
         on_progress: Callable[[Sandbox], None] | None = None,
     ) -> Sandbox:
         """Waits through queued and provisioning; raises if the sandbox fails or ends, or time runs out."""
-        deadline = time.monotonic() + timeout_seconds
-        seen = _changes(on_progress)
-        while True:
-            sandbox = self.get_sandbox(sandbox_id)
-            seen(sandbox)
-            if sandbox["status"] == "running":
-                return sandbox
+
+        def verdict(sandbox: Sandbox) -> bool:
             if sandbox["status"] in _ENDED:
                 raise DifferentlyError(
-                    409, "invalid_state", f"sandbox {sandbox_id} is {sandbox['status']}: {sandbox['statusMessage'] or ''}",
+                    409,
+                    "invalid_state",
+                    f"sandbox {sandbox_id} is {sandbox['status']}: {sandbox['statusMessage'] or ''}",
                     {"status": sandbox["status"]},
                 )
-            if time.monotonic() > deadline:
-                raise DifferentlyError(
-                    408, "timeout", f"sandbox {sandbox_id} was not running in time (last: {sandbox['status']})",
-                    {"status": sandbox["status"], "waitingFor": sandbox["waitingFor"]},
-                )
-            time.sleep(interval_seconds)
+            return sandbox["status"] == "running"
+
+        def late(sandbox: Sandbox) -> DifferentlyError:
+            return DifferentlyError(
+                408,
+                "timeout",
+                f"sandbox {sandbox_id} was not running in time (last: {sandbox['status']})",
+                {"status": sandbox["status"], "waitingFor": sandbox["waitingFor"]},
+            )
+
+        return _poll(lambda: self.get_sandbox(sandbox_id), verdict, late, timeout_seconds, interval_seconds, on_progress)
 
     def wait_until_settled(
         self,
@@ -221,20 +223,20 @@ class DifferentlyClient:
         on_progress: Callable[[Sandbox], None] | None = None,
     ) -> Sandbox:
         """Waits while a stop, start, pause or resume is under way; raises the operation's own error if it failed."""
-        deadline = time.monotonic() + timeout_seconds
-        seen = _changes(on_progress)
-        while True:
-            sandbox = self.get_sandbox(sandbox_id)
-            seen(sandbox)
-            if sandbox["status"] not in _TRANSITIONAL:
-                operation = sandbox["operation"]
-                if operation is not None and operation.get("state") == "failed" and operation.get("error"):
-                    error = operation["error"]
-                    raise DifferentlyError(503, error["code"], error["message"], {"status": sandbox["status"]})
-                return sandbox
-            if time.monotonic() > deadline:
-                raise DifferentlyError(408, "timeout", f"sandbox {sandbox_id} is still {sandbox['status']}")
-            time.sleep(interval_seconds)
+
+        def verdict(sandbox: Sandbox) -> bool:
+            if sandbox["status"] in _TRANSITIONAL:
+                return False
+            operation = sandbox["operation"]
+            if operation is not None and operation.get("state") == "failed" and operation.get("error"):
+                error = operation["error"]
+                raise DifferentlyError(503, error["code"], error["message"], {"status": sandbox["status"]})
+            return True
+
+        def late(sandbox: Sandbox) -> DifferentlyError:
+            return DifferentlyError(408, "timeout", f"sandbox {sandbox_id} is still {sandbox['status']}")
+
+        return _poll(lambda: self.get_sandbox(sandbox_id), verdict, late, timeout_seconds, interval_seconds, on_progress)
 
     # -- commands and files ------------------------------------------------------------------------
 
@@ -306,16 +308,17 @@ class DifferentlyClient:
         return cast(SnapshotDeleted, self._t.json("DELETE", _path("/v1/snapshots/{id}", id=snapshot_id), retry=True))
 
     def wait_until_snapshot_ready(self, snapshot_id: str, *, timeout_seconds: float = 900.0, interval_seconds: float = 0.5) -> Snapshot:
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            snapshot = self.get_snapshot(snapshot_id)
-            if snapshot["status"] == "ready":
-                return snapshot
+        """Waits until the snapshot is ready; raises if it failed (with its reason) or time runs out."""
+
+        def verdict(snapshot: Snapshot) -> bool:
             if snapshot["status"] == "failed":
                 raise DifferentlyError(503, "provider_unavailable", snapshot["statusMessage"] or "snapshot failed", {"status": "failed"})
-            if time.monotonic() > deadline:
-                raise DifferentlyError(408, "timeout", f"snapshot {snapshot_id} is still {snapshot['status']}")
-            time.sleep(interval_seconds)
+            return snapshot["status"] == "ready"
+
+        def late(snapshot: Snapshot) -> DifferentlyError:
+            return DifferentlyError(408, "timeout", f"snapshot {snapshot_id} is still {snapshot['status']}")
+
+        return _poll(lambda: self.get_snapshot(snapshot_id), verdict, late, timeout_seconds, interval_seconds, None)
 
     def fork(self, sandbox_id: str) -> Sandbox:
         return cast(Sandbox, self._t.json("POST", _path("/v1/sandboxes/{id}/fork", id=sandbox_id)))
@@ -420,14 +423,28 @@ class Admin:
         return cast(ReconcileReport, self._t.json("POST", "/v1/admin/reconcile"))
 
 
-def _changes(on_progress: Callable[[Sandbox], None] | None) -> Callable[[Sandbox], None]:
-    """Calls on_progress when the status or its message changed since the last call."""
-    last: list[tuple[str, str | None]] = []
+T = TypeVar("T", Sandbox, Snapshot)
 
-    def seen(sandbox: Sandbox) -> None:
-        key = (sandbox["status"], sandbox["statusMessage"])
-        if on_progress is not None and (not last or last[-1] != key):
-            on_progress(sandbox)
-        last[:] = [key]
 
-    return seen
+def _poll(
+    read: Callable[[], T],
+    done: Callable[[T], bool],
+    late: Callable[[T], DifferentlyError],
+    timeout_seconds: float,
+    interval_seconds: float,
+    on_progress: Callable[[T], None] | None,
+) -> T:
+    """Reads until `done` says so (or raises), telling on_progress of each change; `late` past the time."""
+    deadline = time.monotonic() + timeout_seconds
+    last: tuple[str, str | None] | None = None
+    while True:
+        current = read()
+        key = (current["status"], current["statusMessage"])
+        if on_progress is not None and key != last:
+            on_progress(current)
+        last = key
+        if done(current):
+            return current
+        if time.monotonic() > deadline:
+            raise late(current)
+        time.sleep(interval_seconds)
