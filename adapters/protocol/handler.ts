@@ -44,8 +44,11 @@ export interface ProtocolResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer | string;
-  /** NDJSON written line by line (streamed exec); `body` is then empty. */
-  stream?: (write: (line: string) => void) => Promise<void>;
+  /**
+   * NDJSON written line by line (streamed exec); `body` is then empty. `write` returns a promise while the
+   * reader is behind: the adapter's emit hands it on, so a command's output waits for the client.
+   */
+  stream?: (write: (line: string) => undefined | Promise<void>) => Promise<void>;
 }
 
 export interface ProtocolHandlerOptions {

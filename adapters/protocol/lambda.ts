@@ -46,7 +46,10 @@ export function lambdaAdapterHandler(handler: ProtocolHandler) {
     let text = typeof response.body === 'string' ? response.body : undefined;
     if (response.stream !== undefined) {
       const lines: string[] = [];
-      await response.stream((line) => lines.push(line));
+      await response.stream((line) => {
+        lines.push(line);
+        return undefined;
+      });
       text = lines.join('');
     }
     if (text === undefined && Buffer.isBuffer(response.body)) {

@@ -97,6 +97,10 @@ async function serve(handler: ProtocolHandler, req: IncomingMessage, res: Server
     res.end(response.body);
     return;
   }
-  await response.stream((line) => res.write(line));
+  // write() answers false when the socket's buffer is full: the stream then waits for it to drain
+  // (backpressure), and never hands the boolean on as if it were a promise.
+  await response.stream((line) =>
+    res.write(line) ? undefined : new Promise<void>((resolve) => res.once('drain', () => resolve())),
+  );
   res.end();
 }

@@ -82,3 +82,25 @@ adapterConformance('remote over a plugin declaring exec and files only', async (
     close: () => server.close(),
   };
 });
+
+/**
+ * The devhost adapter behind a plugin server (what `npm run adapter:serve -- --kind devhost` and the
+ * Lambda MicroVMs guest agent run): its streamed output goes through the server's backpressure.
+ */
+adapterConformance('remote over a devhost plugin', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'conformance-remote-devhost-'));
+  const server = await startAdapterServer(
+    createProtocolHandler(new DevhostAdapter(devhostConfigSchema.parse({ root }))),
+  );
+  const adapter = new RemoteAdapter(remoteConfigSchema.parse({ endpoint: server.url }));
+  return {
+    adapter,
+    features: (await adapter.capabilities()).features,
+    workdir: '/work',
+    ...(!bubblewrapAvailable() && { pwd: /\/fs\/work$/ }),
+    close: async () => {
+      await server.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+});
