@@ -6,6 +6,7 @@ import type { PoolSpec } from '../lib/pools/registry.ts';
 import { daytonaConfigSchema } from './daytona/config.ts';
 import { devhostConfigSchema } from './devhost/config.ts';
 import { freestyleConfigSchema } from './freestyle/config.ts';
+import { lambdaMicrovmsConfigSchema } from './lambda-microvms/config.ts';
 import { openSandboxConfigSchema } from './opensandbox/config.ts';
 import { remoteConfigSchema } from './remote/config.ts';
 
@@ -78,6 +79,14 @@ export const adapterKinds = {
       new (await import('./freestyle/freestyle-adapter.ts')).FreestyleAdapter(config, credential),
     runs: 'external',
     needsCredentials: true,
+  }),
+  'lambda-microvms': kind({
+    configSchema: lambdaMicrovmsConfigSchema,
+    // IAM, not a key: the function's own role signs every call.
+    build: async (config) =>
+      new (await import('./lambda-microvms/lambda-microvms-adapter.ts')).LambdaMicrovmsAdapter(config),
+    runs: 'operator',
+    unboundedCapacity: true,
   }),
 } as const;
 

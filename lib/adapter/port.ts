@@ -76,6 +76,10 @@ export interface Capacity {
 
 export interface Instance {
   ref: string;
+  /**
+   * The sandbox the instance belongs to. '' when the backend cannot say without waking the instance (a
+   * suspended Lambda MicroVM): the reconciler then knows it by its ref alone and never deletes it on a guess.
+   */
   sandboxId: string;
   state: InstanceState;
   region?: string;

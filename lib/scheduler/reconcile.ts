@@ -132,6 +132,10 @@ async function reconcilePool(
 
   // Instances: orphans, leftovers, duplicates, adoption.
   for (const instance of instances) {
+    // Unnamed (the backend cannot say whose it is without waking it): a live sandbox holding its ref needs
+    // nothing here, and one that nobody holds may be another installation's or a create still under way.
+    // Left alone; the backend's own lifetime bounds it. Its ref still counts as listed below.
+    if (instance.sandboxId === '') continue;
     const sandbox = live.get(instance.sandboxId) ?? (await deps.store.findSandbox(instance.sandboxId));
     if (sandbox !== undefined && inGrace(sandbox) && !isTerminal(sandbox.status)) {
       report.inGrace++;

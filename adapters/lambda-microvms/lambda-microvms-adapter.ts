@@ -1,0 +1,483 @@
+/**
+ * Lambda MicroVMs (the `lambda-microvms` API, 2025-09-09): one Firecracker microVM per sandbox, in the
+ * operator's own AWS account, through the official SDK client. The VM runs the guest agent
+ * (./guest-agent.ts), reached at the VM's endpoint with a token from CreateMicrovmAuthToken; exec, streamed
+ * exec and files go to it over the adapter HTTP protocol (the remote adapter is the client).
+ *
+ * What the API does not offer, and how this adapter stands in for it (docs/providers.md):
+ * - MicroVMs take no tags (TagResource covers images, not VMs) and ListMicrovms filters by image only. The
+ *   sandbox id is the RunMicrovm clientToken (a retried create finds its VM) and the guest agent keeps the
+ *   sandbox id and installation; List asks each running VM's guest. A VM that cannot be asked (pending,
+ *   suspended, a guest that does not answer) is listed unnamed (`sandboxId: ''`): the reconciler matches it
+ *   by ref and never deletes it on a guess.
+ * - The lifetime (maximumDurationInSeconds) is fixed at RunMicrovm: extending a sandbox's TTL does not
+ *   move it (the seeds' E0.20), and no VM outlives 8 hours.
+ */
+import {
+  CreateMicrovmAuthTokenCommand,
+  GetMicrovmCommand,
+  type GetMicrovmResponse,
+  LambdaMicrovmsClient,
+  ListMicrovmsCommand,
+  type MicrovmItem,
+  type MicrovmState,
+  ResumeMicrovmCommand,
+  RunMicrovmCommand,
+  SuspendMicrovmCommand,
+  TerminateMicrovmCommand,
+} from '@aws-sdk/client-lambda-microvms';
+import {
+  type AdapterInfo,
+  adapterErrors,
+  adapterProtocolVersion,
+  type CallOptions,
+  type Capabilities,
+  type Capacity,
+  type CreateRequest,
+  type ExecEmit,
+  type ExecOptions,
+  type ExecutionAdapter,
+  type FileInfo,
+  type FileSystem,
+  type Instance,
+  type InstanceState,
+  type Pauser,
+  type Streamer,
+} from '../../lib/adapter/port.ts';
+import { isApiError } from '../../lib/errors.ts';
+import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { sleep } from '../httpx/sleep.ts';
+import { RemoteAdapter } from '../remote/remote-adapter.ts';
+import { type LambdaMicrovmsConfig, maxMicrovmSeconds } from './config.ts';
+import { guestRef } from './guest.ts';
+
+/** The header the VM's endpoint reads its auth token from, and the one that picks the port inside. */
+export const proxyAuthHeader = 'x-aws-proxy-auth';
+export const proxyPortHeader = 'x-aws-proxy-port';
+/** Tokens are minted for this long (the service allows 60 min) and replaced a minute before they end. */
+const tokenMinutes = 15;
+/** How many guests List asks at once. */
+const listConcurrency = 8;
+
+export const lambdaMicrovmsFeatures = [
+  'exec',
+  'exec.stream',
+  'files',
+  'lifecycle.pause-resume',
+  'isolation.microvm',
+  'arch.arm64',
+];
+
+export function microvmStateOf(state: MicrovmState | string | undefined): InstanceState | 'gone' {
+  switch (state) {
+    case 'RUNNING':
+      return 'running';
+    case 'SUSPENDING':
+    case 'SUSPENDED':
+      return 'paused';
+    case 'TERMINATING':
+    case 'TERMINATED':
+      return 'gone';
+    default:
+      return 'pending';
+  }
+}
+
+/**
+ * An SDK error as the contract's code, by what the service answered: throttling and quotas are capacity,
+ * validation is the request's fault, access and outages are the pool's.
+ */
+export function classifyMicrovmError(error: unknown, what: string, ref?: string): Error {
+  if (isApiError(error)) return error;
+  const name = (error as { name?: unknown }).name;
+  const message = (error as { message?: unknown }).message;
+  const said = typeof message === 'string' && message !== '' ? `: ${message}` : '';
+  switch (name) {
+    case 'ResourceNotFoundException':
+      return ref === undefined
+        ? adapterErrors.invalidRequest(`Lambda MicroVMs ${what}: a resource was not found${said}`)
+        : adapterErrors.notFound(ref);
+    case 'ThrottlingException':
+    case 'TooManyRequestsException':
+    case 'ServiceQuotaExceededException':
+    case 'InsufficientCapacityException':
+      return adapterErrors.insufficientCapacity(`Lambda MicroVMs ${what}: ${name}${said}`, { reason: name });
+    case 'ValidationException':
+    case 'InvalidParameterValueException':
+      return adapterErrors.invalidRequest(`Lambda MicroVMs ${what}: ${name}${said}`);
+    case 'ConflictException':
+    case 'ResourceConflictException':
+      return adapterErrors.invalidState(`Lambda MicroVMs ${what}: ${name}${said}`);
+    default:
+      // AccessDenied, unrecognised credentials, 5xx, the network: the pool cannot be used right now.
+      return adapterErrors.unavailable(
+        `Lambda MicroVMs ${what} failed: ${typeof name === 'string' ? name : 'error'}${said}`,
+        {},
+        { cause: error },
+      );
+  }
+}
+
+interface Token {
+  value: string;
+  /** Epoch ms after which it is minted again. */
+  renewAt: number;
+}
+
+export interface LambdaMicrovmsDeps {
+  /** A client of the service (tests pass one with their own endpoint and credentials). */
+  client?: LambdaMicrovmsClient;
+  fetch?: typeof fetch;
+}
+
+export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSystem, Pauser {
+  readonly #config: LambdaMicrovmsConfig;
+  readonly #client: LambdaMicrovmsClient;
+  readonly #fetch: typeof fetch;
+  /**
+   * Per-container caches, each harmless when stale: a VM's endpoint never changes in its life, and a token
+   * the endpoint refuses (expired, revoked) is minted again on the spot.
+   */
+  readonly #endpoints = new Map<string, string>();
+  readonly #tokens = new Map<string, Token>();
+
+  constructor(config: LambdaMicrovmsConfig, deps: LambdaMicrovmsDeps = {}) {
+    this.#config = config;
+    this.#client =
+      deps.client ??
+      new LambdaMicrovmsClient({
+        ...(config.region !== undefined && { region: config.region }),
+        ...(config.endpoint !== undefined && { endpoint: config.endpoint }),
+      });
+    this.#fetch = deps.fetch ?? fetch;
+  }
+
+  info(): AdapterInfo {
+    return {
+      kind: 'lambda-microvms',
+      version: '2025-09-09',
+      trust: 'private',
+      isolation:
+        "microvm: one Firecracker microVM per sandbox (AWS Lambda MicroVMs), in the operator's account",
+      protocol: adapterProtocolVersion,
+      isolationVerified: false,
+      description: 'exec and files reach the guest agent the image runs, through the VM endpoint',
+      limitations: [
+        "isolation is the service's claim (one Firecracker microVM per sandbox); nothing here probes it",
+        "resources are the image's (an image is single-size): requested cpu and memory are checked against it, not applied",
+        `the lifetime is fixed when the VM starts (maximumDurationInSeconds, at most ${maxMicrovmSeconds / 3600} h): extending a sandbox's TTL does not move it`,
+        'MicroVMs carry no tags: ownership is the RunMicrovm clientToken (the sandbox id) and what the guest agent holds; a suspended VM is listed without its sandbox id and matched by its ref',
+        'no stop-start, snapshots, fork or exposed ports',
+        ...(this.#config.idlePolicy === undefined
+          ? []
+          : [
+              `idle VMs are suspended by the service after ${this.#config.idlePolicy.maxIdleDurationSeconds} s without endpoint traffic and ended ${this.#config.idlePolicy.suspendedDurationSeconds} s later`,
+            ]),
+      ],
+    };
+  }
+
+  async capabilities(): Promise<Capabilities> {
+    return {
+      features: lambdaMicrovmsFeatures,
+      maxCPU: this.#config.vcpus,
+      maxMemoryMiB: this.#config.memoryMiB,
+      maxDiskGiB: 0,
+      templates: [],
+      regions: this.#config.region === undefined ? [] : [this.#config.region],
+    };
+  }
+
+  async capacity(): Promise<Capacity> {
+    // Service quotas bound the account, not a number the API reports: the pool's maxConcurrency governs.
+    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+  }
+
+  async health(opts?: CallOptions): Promise<void> {
+    await this.#send('ListMicrovms', undefined, opts, () =>
+      this.#client.send(new ListMicrovmsCommand({ imageIdentifier: this.#config.image, maxResults: 1 }), {
+        abortSignal: opts?.signal,
+      }),
+    );
+  }
+
+  async create(req: CreateRequest, opts?: CallOptions): Promise<Instance> {
+    const lifetime = Math.min(req.ttlSeconds ?? maxMicrovmSeconds, maxMicrovmSeconds);
+    const run = await this.#send('RunMicrovm', undefined, opts, () =>
+      this.#client.send(
+        new RunMicrovmCommand({
+          // The sandbox id as the idempotency token: a create retried after a lost answer finds its VM.
+          clientToken: req.id,
+          imageIdentifier: this.#config.image,
+          imageVersion: this.#config.imageVersion,
+          executionRoleArn: this.#config.executionRoleArn,
+          idlePolicy: this.#config.idlePolicy,
+          ingressNetworkConnectors: this.#config.ingressNetworkConnectors,
+          egressNetworkConnectors: this.#config.egressNetworkConnectors,
+          maximumDurationInSeconds: Math.max(1, lifetime),
+        }),
+        { abortSignal: opts?.signal },
+      ),
+    );
+    const id = run.microvmId;
+    if (id === undefined)
+      throw adapterErrors.unavailable('Lambda MicroVMs RunMicrovm answered without a microvmId');
+    if (run.endpoint !== undefined) this.#endpoints.set(id, run.endpoint);
+    await this.#waitFor(id, 'RUNNING', opts);
+    const guest = await this.#guest(id, opts);
+    await this.#untilGuestAnswers(id, guest, opts);
+    // The guest keeps the sandbox id and installation: what List reads back (VMs take no tags).
+    await guest.create(req, opts);
+    return { ref: id, sandboxId: req.id, state: 'running' };
+  }
+
+  async get(ref: string, opts?: CallOptions): Promise<Instance> {
+    const vm = await this.#describe(ref, opts);
+    const state = microvmStateOf(vm.state);
+    if (state === 'gone') throw adapterErrors.notFound(ref);
+    return { ref, sandboxId: '', state };
+  }
+
+  /** Every VM of the pool's image this installation holds: all pages, or a rejection. */
+  async list(installation: string, opts?: CallOptions): Promise<Instance[]> {
+    const vms: MicrovmItem[] = [];
+    let nextToken: string | undefined;
+    do {
+      const page = await this.#send('ListMicrovms', undefined, opts, () =>
+        this.#client.send(
+          new ListMicrovmsCommand({
+            imageIdentifier: this.#config.image,
+            ...(this.#config.imageVersion !== undefined && { imageVersion: this.#config.imageVersion }),
+            ...(nextToken !== undefined && { nextToken }),
+          }),
+          { abortSignal: opts?.signal },
+        ),
+      );
+      vms.push(...(page.items ?? []));
+      nextToken = page.nextToken ?? undefined;
+    } while (nextToken !== undefined);
+
+    const live = vms.filter((vm) => vm.microvmId !== undefined && microvmStateOf(vm.state) !== 'gone');
+    const out: (Instance | undefined)[] = new Array(live.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < live.length) {
+        const index = next++;
+        out[index] = await this.#owned(live[index] as MicrovmItem, installation, opts);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(listConcurrency, live.length) }, worker));
+    return out.filter((instance): instance is Instance => instance !== undefined);
+  }
+
+  /**
+   * One VM as this installation's instance: named by its guest when it is running and answers, left out
+   * when its guest holds another installation's sandbox (or none yet), unnamed when it cannot be asked.
+   */
+  async #owned(vm: MicrovmItem, installation: string, opts?: CallOptions): Promise<Instance | undefined> {
+    const ref = vm.microvmId as string;
+    const state = microvmStateOf(vm.state) as InstanceState;
+    if (state !== 'running') return { ref, sandboxId: '', state };
+    try {
+      const held = await (await this.#guest(ref, opts)).list(installation, opts);
+      const mine = held[0];
+      return mine === undefined ? undefined : { ref, sandboxId: mine.sandboxId, state };
+    } catch {
+      return { ref, sandboxId: '', state, message: 'the guest agent did not answer' };
+    }
+  }
+
+  async delete(ref: string, opts?: CallOptions): Promise<void> {
+    try {
+      await this.#send('TerminateMicrovm', ref, opts, () =>
+        this.#client.send(new TerminateMicrovmCommand({ microvmIdentifier: ref }), {
+          abortSignal: opts?.signal,
+        }),
+      );
+    } catch (error) {
+      // Missing, or already ending: what was asked for.
+      if (isApiError(error) && (error.code === 'not_found' || error.code === 'invalid_state')) {
+        if (
+          error.code === 'invalid_state' &&
+          microvmStateOf((await this.#describeOrGone(ref, opts))?.state) !== 'gone'
+        )
+          throw error;
+      } else throw error;
+    }
+    this.#endpoints.delete(ref);
+    this.#tokens.delete(ref);
+  }
+
+  async exec(ref: string, req: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
+    return (await this.#guest(ref, opts)).exec(guestRef, req, opts);
+  }
+
+  async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
+    return (await this.#guest(ref, opts)).execStream(guestRef, req, emit, opts);
+  }
+
+  async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
+    return (await this.#guest(ref, opts)).readFile(guestRef, path, opts);
+  }
+
+  async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
+    return (await this.#guest(ref, opts)).writeFile(guestRef, path, content, opts);
+  }
+
+  async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
+    return (await this.#guest(ref, opts)).listFiles(guestRef, path, opts);
+  }
+
+  /** SuspendMicrovm, then wait for SUSPENDED: memory, files and processes are kept. */
+  async pause(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('SuspendMicrovm', ref, opts, () =>
+      this.#client.send(new SuspendMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
+    );
+    await this.#waitFor(ref, 'SUSPENDED', opts);
+  }
+
+  async resume(ref: string, opts?: CallOptions): Promise<void> {
+    await this.#send('ResumeMicrovm', ref, opts, () =>
+      this.#client.send(new ResumeMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
+    );
+    await this.#waitFor(ref, 'RUNNING', opts);
+  }
+
+  async #describe(ref: string, opts?: CallOptions): Promise<GetMicrovmResponse> {
+    const vm = await this.#send('GetMicrovm', ref, opts, () =>
+      this.#client.send(new GetMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
+    );
+    if (vm.endpoint !== undefined) this.#endpoints.set(ref, vm.endpoint);
+    return vm;
+  }
+
+  async #describeOrGone(ref: string, opts?: CallOptions): Promise<GetMicrovmResponse | undefined> {
+    try {
+      return await this.#describe(ref, opts);
+    } catch (error) {
+      if (isApiError(error) && error.code === 'not_found') return undefined;
+      throw error;
+    }
+  }
+
+  /** Polls GetMicrovm until the state is reached; a VM that ends instead failed to start. */
+  async #waitFor(ref: string, wanted: 'RUNNING' | 'SUSPENDED', opts?: CallOptions): Promise<void> {
+    const deadline = Math.min(
+      Date.now() + this.#config.readyTimeoutSeconds * 1000,
+      opts?.deadline ?? Number.POSITIVE_INFINITY,
+    );
+    for (;;) {
+      const vm = await this.#describe(ref, opts);
+      if (vm.state === wanted) return;
+      if (microvmStateOf(vm.state) === 'gone') {
+        throw adapterErrors.sandboxFailed(
+          `MicroVM ${ref} ended (${vm.state}) before it was ${wanted}${vm.stateReason ? `: ${vm.stateReason}` : ''}`,
+          { ref, state: vm.state },
+        );
+      }
+      if (Date.now() + this.#config.pollIntervalMs > deadline) {
+        throw adapterErrors.sandboxFailed(
+          `MicroVM ${ref} was still ${vm.state} when its wait for ${wanted} ended`,
+          {
+            ref,
+            state: vm.state,
+          },
+        );
+      }
+      await sleep(this.#config.pollIntervalMs, opts?.signal);
+    }
+  }
+
+  /** The guest's health through the endpoint until it answers: the service says to judge readiness so. */
+  async #untilGuestAnswers(ref: string, guest: RemoteAdapter, opts?: CallOptions): Promise<void> {
+    const deadline = Math.min(
+      Date.now() + this.#config.readyTimeoutSeconds * 1000,
+      opts?.deadline ?? Number.POSITIVE_INFINITY,
+    );
+    for (;;) {
+      try {
+        await guest.health(opts);
+        return;
+      } catch (error) {
+        if (Date.now() + this.#config.pollIntervalMs > deadline) {
+          throw adapterErrors.sandboxFailed(
+            `the guest agent of MicroVM ${ref} did not answer: ${(error as Error).message}`,
+            { ref },
+          );
+        }
+      }
+      await sleep(this.#config.pollIntervalMs, opts?.signal);
+    }
+  }
+
+  /** A protocol client for the VM's guest agent: its endpoint, with a current auth token on every request. */
+  async #guest(ref: string, opts?: CallOptions): Promise<RemoteAdapter> {
+    let endpoint = this.#endpoints.get(ref);
+    if (endpoint === undefined) {
+      const vm = await this.#describe(ref, opts);
+      if (microvmStateOf(vm.state) === 'gone') throw adapterErrors.notFound(ref);
+      endpoint = vm.endpoint;
+    }
+    if (endpoint === undefined || endpoint === '')
+      throw adapterErrors.unavailable(`MicroVM ${ref} has no endpoint yet`, { ref });
+    const withToken: typeof fetch = async (input, init) => {
+      const attempt = async (fresh: boolean) => {
+        const headers = new Headers(init?.headers);
+        headers.set(proxyAuthHeader, await this.#token(ref, fresh, opts));
+        headers.set(proxyPortHeader, String(this.#config.guestPort));
+        return this.#fetch(input, { ...init, headers });
+      };
+      const response = await attempt(false);
+      // The endpoint refused the token (expired, or minted by another container before a restart).
+      if (response.status !== 401 && response.status !== 403) return response;
+      if (init?.body instanceof ReadableStream) return response;
+      await response.body?.cancel();
+      return attempt(true);
+    };
+    return new RemoteAdapter(
+      { endpoint, timeoutSeconds: this.#config.guestTimeoutSeconds },
+      undefined,
+      withToken,
+    );
+  }
+
+  async #token(ref: string, fresh: boolean, opts?: CallOptions): Promise<string> {
+    const cached = this.#tokens.get(ref);
+    if (!fresh && cached !== undefined && cached.renewAt > Date.now()) return cached.value;
+    const answer = await this.#send('CreateMicrovmAuthToken', ref, opts, () =>
+      this.#client.send(
+        new CreateMicrovmAuthTokenCommand({
+          microvmIdentifier: ref,
+          expirationInMinutes: tokenMinutes,
+          allowedPorts: [{ port: this.#config.guestPort }],
+        }),
+        { abortSignal: opts?.signal },
+      ),
+    );
+    const value = Object.entries(answer.authToken ?? {}).find(
+      ([key]) => key.toLowerCase() === proxyAuthHeader,
+    )?.[1];
+    if (value === undefined)
+      throw adapterErrors.unavailable(
+        `Lambda MicroVMs CreateMicrovmAuthToken answered without an ${proxyAuthHeader} token`,
+      );
+    this.#tokens.set(ref, { value, renewAt: Date.now() + (tokenMinutes - 1) * 60_000 });
+    return value;
+  }
+
+  /** One SDK call, its failure classified (the ref, when given, turns not-found into the instance's). */
+  async #send<T>(
+    what: string,
+    ref: string | undefined,
+    opts: CallOptions | undefined,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (opts?.signal?.aborted === true)
+        throw adapterErrors.unavailable(`Lambda MicroVMs ${what}: cancelled`);
+      throw classifyMicrovmError(error, what, ref);
+    }
+  }
+}
