@@ -1,21 +1,12 @@
-import { LambdaMicrovmsClient } from '@aws-sdk/client-lambda-microvms';
 import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
 import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
 import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
+import {
+  fakeAccessKeyId as accessKeyId,
+  fakeImage as image,
+  microvmsClient,
+} from '../helpers/lambda-microvms.ts';
 import { adapterConformance } from './adapter-conformance.ts';
-
-const image = 'arn:aws:lambda:us-east-1:123456789012:microvm-image:differently-guest';
-const accessKeyId = 'AKIAFAKEMICROVMS0001';
-const secretAccessKey = 'fake-secret-access-key-0123456789abcdef';
-
-export function microvmsClient(endpoint: string, keyId = accessKeyId, secret = secretAccessKey) {
-  return new LambdaMicrovmsClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: keyId, secretAccessKey: secret },
-    maxAttempts: 1,
-  });
-}
 
 adapterConformance(
   'lambda-microvms against its fake server (guest agents as host processes)',

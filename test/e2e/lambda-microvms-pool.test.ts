@@ -3,8 +3,8 @@ import { newId } from '../../lib/ids.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { fakeImage as image } from '../helpers/lambda-microvms.ts';
 
-const image = 'arn:aws:lambda:us-east-1:123456789012:microvm-image:differently-guest';
 const accessKeyId = 'AKIAE2EMICROVMS00001';
 
 /**

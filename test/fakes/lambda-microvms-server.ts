@@ -171,6 +171,11 @@ export class LambdaMicrovmsFake {
     return token;
   }
 
+  /** Every token minted so far expires now (as 60 minutes later). */
+  expireTokens(): void {
+    for (const token of this.#tokens.values()) token.expiresAt = 0;
+  }
+
   /**
    * A VM someone else ran (another installation, or a create whose sandbox the store lost): its guest
    * holds `sandboxId` of `installation`. Resolves once the guest has it.

@@ -114,6 +114,21 @@ describe.each(Object.keys(stores))('reconciler (%s store)', (kind) => {
     expect((await first.get(other.ref)).ref).toBe(other.ref);
   });
 
+  it('leaves an instance its backend cannot name (a suspended MicroVM): known by its ref, never deleted on a guess', async () => {
+    const { first, installation, running, reload, advance, poolReport } = await setup(kind);
+    const held = await running();
+    const stray = first.plant('sbx_01ARZ3NDEKTSV4RRFFQ69G5FAX', installation);
+    const named = first.list.bind(first);
+    first.list = async (of, opts) =>
+      (await named(of, opts)).map((instance) => ({ ...instance, sandboxId: '' }));
+    advance(60);
+    const report = await poolReport('first');
+    expect(report).toMatchObject({ listed: 2, orphansDeleted: 0, duplicatesDeleted: 0, failed: 0 });
+    // The held sandbox's ref is listed, so it has not disappeared; the unheld instance is still there.
+    expect((await reload(held.id)).status).toBe('running');
+    expect((await first.get(stray.ref)).ref).toBe(stray.ref);
+  });
+
   it('adopts the instance of a sandbox whose worker crashed after Create, without a second one', async () => {
     const { plane, store, first, org, principal, installation, advance, reload, poolReport } =
       await setup(kind);

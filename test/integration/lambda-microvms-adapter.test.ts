@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
+import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
+import { newId } from '../../lib/ids.ts';
+import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
+import { fakeAccessKeyId, fakeImage as image, microvmsClient } from '../helpers/lambda-microvms.ts';
+
+const installation = newId('installation');
+const resources = { cpu: 1, memoryMiB: 512, diskGiB: 1 };
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'resolved';
+  } catch (error) {
+    return (error as { code?: string }).code ?? `thrown: ${(error as Error).message}`;
+  }
+}
+
+describe('the lambda-microvms adapter against the fake service', () => {
+  const fake = new LambdaMicrovmsFake({ images: [image], accessKeyId: fakeAccessKeyId });
+  let adapter: LambdaMicrovmsAdapter;
+  const adapterWith = (config: Record<string, unknown>) =>
+    new LambdaMicrovmsAdapter(
+      lambdaMicrovmsConfigSchema.parse({ image, pollIntervalMs: 20, readyTimeoutSeconds: 20, ...config }),
+      { client: microvmsClient(fake.url) },
+    );
+
+  beforeAll(async () => {
+    await fake.start();
+    adapter = adapterWith({});
+  });
+  afterAll(() => fake.stop());
+
+  it('classifies what the service answers: throttling and quotas as capacity, validation as the request, the rest as an outage', async () => {
+    const cases: [number, string, string][] = [
+      [429, 'ThrottlingException', 'insufficient_capacity'],
+      [429, 'TooManyRequestsException', 'insufficient_capacity'],
+      [402, 'ServiceQuotaExceededException', 'insufficient_capacity'],
+      [500, 'InsufficientCapacityException', 'insufficient_capacity'],
+      [400, 'ValidationException', 'invalid_request'],
+      [400, 'InvalidParameterValueException', 'invalid_request'],
+      [403, 'AccessDeniedException', 'provider_unavailable'],
+      [500, 'InternalServerException', 'provider_unavailable'],
+      [500, 'ServiceException', 'provider_unavailable'],
+    ];
+    for (const [status, type, code] of cases) {
+      fake.faults.failRun = { status, type };
+      const id = newId('sandbox');
+      expect(await codeOf(adapter.create({ id, installation, resources, env: {}, labels: {} })), type).toBe(
+        code,
+      );
+    }
+    // An image that does not exist is the pool's configuration at fault, not a missing instance.
+    const missing = adapterWith({ image: `${image}-gone` });
+    expect(
+      await codeOf(missing.create({ id: newId('sandbox'), installation, resources, env: {}, labels: {} })),
+    ).toBe('invalid_request');
+  });
+
+  it('runs each VM with the pool settings, the sandbox id as clientToken and a lifetime of at most 8 hours', async () => {
+    const configured = adapterWith({
+      imageVersion: '1.0',
+      executionRoleArn: 'arn:aws:iam::123456789012:role/differently-sandboxes',
+      idlePolicy: { maxIdleDurationSeconds: 900, suspendedDurationSeconds: 1800, autoResumeEnabled: true },
+      egressNetworkConnectors: [
+        'arn:aws:lambda:us-east-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS',
+      ],
+    });
+    const long = newId('sandbox');
+    const endless = newId('sandbox');
+    fake.received.run.length = 0;
+    const a = await configured.create({
+      id: long,
+      installation,
+      resources,
+      env: {},
+      labels: {},
+      ttlSeconds: 100_000,
+    });
+    const b = await configured.create({ id: endless, installation, resources, env: {}, labels: {} });
+    expect(fake.received.run).toEqual([
+      {
+        clientToken: long,
+        imageIdentifier: image,
+        imageVersion: '1.0',
+        executionRoleArn: 'arn:aws:iam::123456789012:role/differently-sandboxes',
+        idlePolicy: { maxIdleDurationSeconds: 900, suspendedDurationSeconds: 1800, autoResumeEnabled: true },
+        egressNetworkConnectors: [
+          'arn:aws:lambda:us-east-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS',
+        ],
+        maximumDurationInSeconds: 28_800,
+      },
+      expect.objectContaining({ clientToken: endless, maximumDurationInSeconds: 28_800 }),
+    ]);
+    await configured.delete(a.ref);
+    await configured.delete(b.ref);
+  });
+
+  it('ends a sandbox at its TTL through the VM lifetime, even with the control plane gone', async () => {
+    const instance = await adapter.create({
+      id: newId('sandbox'),
+      installation,
+      resources,
+      env: {},
+      labels: {},
+      ttlSeconds: 1,
+    });
+    await expect
+      .poll(() => codeOf(adapter.get(instance.ref)), { timeout: 10_000, interval: 50 })
+      .toBe('not_found');
+    expect(fake.vms.get(instance.ref)?.stateReason).toBe('maximum duration reached');
+  });
+
+  it('mints a new auth token when the endpoint refuses the one it holds', async () => {
+    const instance = await adapter.create({
+      id: newId('sandbox'),
+      installation,
+      resources,
+      env: {},
+      labels: {},
+    });
+    const minted = () => fake.received.calls.filter((call) => call === 'POST microvm/auth-token').length;
+    const before = minted();
+    expect((await adapter.exec(instance.ref, { command: 'echo one' })).stdout).toBe('one\n');
+    // The held token is reused while it is valid.
+    expect(minted()).toBe(before);
+    fake.expireTokens();
+    expect((await adapter.exec(instance.ref, { command: 'echo two' })).stdout).toBe('two\n');
+    expect(minted()).toBe(before + 1);
+    await adapter.delete(instance.ref);
+  });
+
+  it('keeps a suspended VM listed, unnamed and paused, and its files across the suspend', async () => {
+    const id = newId('sandbox');
+    const instance = await adapter.create({ id, installation, resources, env: {}, labels: {} });
+    await adapter.writeFile(instance.ref, '/work/kept.txt', new TextEncoder().encode('kept'));
+    await adapter.pause(instance.ref);
+    expect((await adapter.get(instance.ref)).state).toBe('paused');
+    expect((await adapter.list(installation)).find((i) => i.ref === instance.ref)).toEqual({
+      ref: instance.ref,
+      sandboxId: '',
+      state: 'paused',
+    });
+    await adapter.resume(instance.ref);
+    expect((await adapter.list(installation)).find((i) => i.ref === instance.ref)?.sandboxId).toBe(id);
+    expect(new TextDecoder().decode(await adapter.readFile(instance.ref, '/work/kept.txt'))).toBe('kept');
+    await adapter.delete(instance.ref);
+  });
+
+  it('holds one sandbox per VM: its guest refuses a second', async () => {
+    const instance = await adapter.create({
+      id: newId('sandbox'),
+      installation,
+      resources,
+      env: {},
+      labels: {},
+    });
+    const vm = fake.vms.get(instance.ref);
+    const response = await fetch(`${vm?.endpoint}/adapter/v1/instances`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-aws-proxy-auth': fake.tokenFor(instance.ref) },
+      body: JSON.stringify({ id: newId('sandbox'), installation, resources, env: {}, labels: {} }),
+    });
+    expect(response.status).toBe(409);
+    // And the endpoint admits nobody without a token.
+    expect((await fetch(`${vm?.endpoint}/adapter/v1/health`)).status).toBe(403);
+    await adapter.delete(instance.ref);
+  });
+});
