@@ -62,13 +62,17 @@ export function buildApp(app: App, options: { skipAcknowledgements?: boolean } =
     ...(alarmEmail !== undefined && { alarmEmail }),
     ...(reserved !== undefined && { reconcileReservedConcurrency: Number(reserved) }),
   });
-  // A backend that reports no capacity of its own (an OpenSandbox server): without maxConcurrency,
-  // placement sends it every sandbox it is offered until the server falls over.
+  // A backend that reports no capacity of its own (an OpenSandbox server, an account's MicroVM quota):
+  // without maxConcurrency, placement sends it every sandbox it is offered until the backend refuses.
+  const bound: Record<string, string> = {
+    opensandbox: 'what the server can run',
+    'lambda-microvms': "the account's concurrent MicroVM quota",
+  };
   for (const pool of config.pools) {
     if (adapterKind(pool.adapter)?.unboundedCapacity === true && pool.maxConcurrency === 0) {
       Annotations.of(stack).addWarningV2(
-        'differently:opensandbox-without-max-concurrency',
-        `pool ${pool.name}: an OpenSandbox pool without maxConcurrency takes every sandbox placement offers it; set maxConcurrency to what the server can run`,
+        'differently:unbounded-pool-without-max-concurrency',
+        `pool ${pool.name} (${pool.adapter}): without maxConcurrency it takes every sandbox placement offers it; set maxConcurrency to ${bound[pool.adapter] ?? 'what the backend can run'}`,
       );
     }
   }

@@ -10,6 +10,7 @@ import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { referencedSecretArns, runtimePoolSecretPrefix } from '../../lib/pools/credentials.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
+import { grantLambdaMicrovmsPools } from './constructs/lambda-microvms-access.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { PublicApi } from './constructs/public-api.ts';
 import { Schedules } from './constructs/schedules.ts';
@@ -163,6 +164,17 @@ export class ControlPlaneStack extends Stack {
         new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: credentialArns }),
       );
     }
+
+    // Lambda MicroVMs pools: IAM is their credential, granted per function and scoped to each pool's image.
+    grantLambdaMicrovmsPools(props.config.pools, {
+      api: api.fn,
+      apiStream: apiStream.fn,
+      provision: provision.fn,
+      terminate: terminate.fn,
+      operations: operations.fn,
+      reconcile: reconcile.fn,
+      poolRefresh: poolRefresh.fn,
+    });
 
     provision.fn.addEventSource(
       new SqsEventSource(this.queues.provision.queue, {

@@ -359,6 +359,109 @@ describe('provider credentials', () => {
   });
 });
 
+describe('the IAM of a lambda-microvms pool', () => {
+  const image = 'arn:aws:lambda:eu-west-1:123456789012:microvm-image:differently-guest';
+  const role = 'arn:aws:iam::123456789012:role/differently-sandboxes';
+  type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown };
+
+  /** Each function's statements that mention Lambda MicroVMs (or pass a role or connector for them). */
+  function microvmStatements(template: Template): Record<string, Statement[]> {
+    const out: Record<string, Statement[]> = {};
+    for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
+      const statements = (policy.Properties.PolicyDocument.Statement as Statement[]).filter((s) =>
+        [s.Action].flat().some((a) => /Microvm|PassNetworkConnector|iam:PassRole/.test(a)),
+      );
+      if (statements.length > 0) out[id.replace(/Role.*$/, '')] = statements;
+    }
+    return out;
+  }
+  const microvmAction = /Microvm|PassNetworkConnector|iam:PassRole/;
+  // CDK merges statements on one resource: ListMicrovms may share `*` with X-Ray's actions.
+  const actionsOf = (statements: Statement[] = []) =>
+    statements
+      .flatMap((s) => [s.Action].flat())
+      .filter((a) => microvmAction.test(a))
+      .sort();
+
+  it('grants each function only the MicroVM actions it uses, on the pool image, and lists on * alone', () => {
+    const { template } = synth({
+      pools: [
+        {
+          name: 'mvm',
+          adapter: 'lambda-microvms',
+          trust: 'private',
+          maxConcurrency: 50,
+          config: { image, region: 'eu-west-1', executionRoleArn: role },
+        },
+      ],
+    });
+    const granted = microvmStatements(template);
+    expect(Object.keys(granted).sort()).toEqual([
+      'Api',
+      'ApiStream',
+      'Operations',
+      'PoolRefresh',
+      'Provision',
+      'Reconcile',
+      'Terminate',
+    ]);
+    expect(actionsOf(granted.Provision)).toEqual([
+      'iam:PassRole',
+      'lambda:CreateMicrovmAuthToken',
+      'lambda:GetMicrovm',
+      'lambda:PassNetworkConnector',
+      'lambda:RunMicrovm',
+    ]);
+    expect(actionsOf(granted.Terminate)).toEqual(['lambda:GetMicrovm', 'lambda:TerminateMicrovm']);
+    expect(actionsOf(granted.Operations)).toEqual([
+      'lambda:CreateMicrovmAuthToken',
+      'lambda:GetMicrovm',
+      'lambda:ResumeMicrovm',
+      'lambda:SuspendMicrovm',
+    ]);
+    expect(actionsOf(granted.Reconcile)).toEqual([
+      'lambda:CreateMicrovmAuthToken',
+      'lambda:GetMicrovm',
+      'lambda:ListMicrovms',
+      'lambda:TerminateMicrovm',
+    ]);
+    expect(actionsOf(granted.PoolRefresh)).toEqual(['lambda:ListMicrovms']);
+    expect(actionsOf(granted.Api)).toEqual([
+      'lambda:CreateMicrovmAuthToken',
+      'lambda:GetMicrovm',
+      'lambda:ListMicrovms',
+    ]);
+    for (const statements of Object.values(granted))
+      for (const statement of statements) {
+        const actions = [statement.Action].flat();
+        if (actions.includes('lambda:ListMicrovms')) {
+          expect(statement.Resource).toBe('*');
+          expect(actions.filter((a) => /Microvm/.test(a))).toEqual(['lambda:ListMicrovms']);
+        } else if (actions.some((a) => /Microvm/.test(a))) expect(statement.Resource).toBe(image);
+      }
+    // The execution role, passed to Lambda only; the managed default connectors by exact ARN.
+    const pass = granted.Provision?.find((s) => s.Action === 'iam:PassRole');
+    expect(pass).toMatchObject({
+      Resource: role,
+      Condition: { StringEquals: { 'iam:PassedToService': 'lambda.amazonaws.com' } },
+    });
+    const connectors = JSON.stringify(
+      granted.Provision?.find((s) => s.Action === 'lambda:PassNetworkConnector'),
+    );
+    expect(connectors).toContain(
+      ':lambda:eu-west-1:aws:network-connector:aws-network-connector:HTTP_INGRESS',
+    );
+    expect(connectors).toContain(
+      ':lambda:eu-west-1:aws:network-connector:aws-network-connector:INTERNET_EGRESS',
+    );
+    expect(connectors).not.toContain('*');
+  });
+
+  it('grants nothing of Lambda MicroVMs to a stack without such a pool', () => {
+    expect(microvmStatements(synth({ pools: [] }).template)).toEqual({});
+  });
+});
+
 describe('synth-time checks', () => {
   it('fails synth on a bad config, naming the field', () => {
     expect(() => synth({ pools: [{ name: 'x', adapter: 'firecracker' }] })).toThrow(/pools\[0\]\.adapter/);
@@ -374,12 +477,12 @@ describe('synth-time checks', () => {
       );
   });
 
-  it('warns about an OpenSandbox pool without maxConcurrency, and not about one with it', () => {
+  it('warns about a pool whose backend reports no capacity (OpenSandbox, Lambda MicroVMs) without maxConcurrency, and not about one with it', () => {
     const pool = { name: 'osb', adapter: 'opensandbox', config: { apiURL: 'https://sandbox.internal' } };
     const warned = synth({ pools: [pool] }).stack;
     Annotations.fromStack(warned).hasWarning(
       '*',
-      Match.stringLikeRegexp('pool osb: an OpenSandbox pool without maxConcurrency'),
+      Match.stringLikeRegexp('pool osb \\(opensandbox\\): without maxConcurrency'),
     );
     const bounded = synth({ pools: [{ ...pool, maxConcurrency: 20 }] }).stack;
     Annotations.fromStack(bounded).hasNoWarning('*', Match.stringLikeRegexp('maxConcurrency'));
