@@ -68,6 +68,11 @@ export const lambdaMicrovmsFeatures = [
   'arch.arm64',
 ];
 
+/** The service answers the endpoint as a host name (`<id>.lambda-microvm.<region>.on.aws`): HTTPS. */
+export function endpointUrl(endpoint: string): string {
+  return /^https?:\/\//.test(endpoint) ? endpoint : `https://${endpoint}`;
+}
+
 export function microvmStateOf(state: MicrovmState | string | undefined): InstanceState | 'gone' {
   switch (state) {
     case 'RUNNING':
@@ -222,10 +227,8 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     const id = run.microvmId;
     if (id === undefined)
       throw adapterErrors.unavailable('Lambda MicroVMs RunMicrovm answered without a microvmId');
-    if (run.endpoint !== undefined) this.#endpoints.set(id, run.endpoint);
-    await this.#waitFor(id, 'RUNNING', opts);
-    const guest = await this.#guest(id, opts);
-    await this.#untilGuestAnswers(id, guest, opts);
+    if (run.endpoint !== undefined && run.endpoint !== '') this.#endpoints.set(id, endpointUrl(run.endpoint));
+    const guest = await this.#untilGuestAnswers(id, opts);
     // The guest keeps the sandbox id and installation: what List reads back (VMs take no tags).
     await guest.create(req, opts);
     return { ref: id, sandboxId: req.id, state: 'running' };
@@ -340,14 +343,14 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     await this.#send('ResumeMicrovm', ref, opts, () =>
       this.#client.send(new ResumeMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
     );
-    await this.#waitFor(ref, 'RUNNING', opts);
+    await this.#untilGuestAnswers(ref, opts);
   }
 
   async #describe(ref: string, opts?: CallOptions): Promise<GetMicrovmResponse> {
     const vm = await this.#send('GetMicrovm', ref, opts, () =>
       this.#client.send(new GetMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
     );
-    if (vm.endpoint !== undefined) this.#endpoints.set(ref, vm.endpoint);
+    if (vm.endpoint !== undefined && vm.endpoint !== '') this.#endpoints.set(ref, endpointUrl(vm.endpoint));
     return vm;
   }
 
@@ -361,7 +364,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
   }
 
   /** Polls GetMicrovm until the state is reached; a VM that ends instead failed to start. */
-  async #waitFor(ref: string, wanted: 'RUNNING' | 'SUSPENDED', opts?: CallOptions): Promise<void> {
+  async #waitFor(ref: string, wanted: 'SUSPENDED', opts?: CallOptions): Promise<void> {
     const deadline = Math.min(
       Date.now() + this.#config.readyTimeoutSeconds * 1000,
       opts?.deadline ?? Number.POSITIVE_INFINITY,
@@ -388,23 +391,36 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     }
   }
 
-  /** The guest's health through the endpoint until it answers: the service says to judge readiness so. */
-  async #untilGuestAnswers(ref: string, guest: RemoteAdapter, opts?: CallOptions): Promise<void> {
+  /**
+   * Readiness as the service documents it: GetMicrovm's state may lag, so a VM is ready when its guest
+   * answers through the endpoint. A VM that ends meanwhile failed to start.
+   */
+  async #untilGuestAnswers(ref: string, opts?: CallOptions): Promise<RemoteAdapter> {
     const deadline = Math.min(
       Date.now() + this.#config.readyTimeoutSeconds * 1000,
       opts?.deadline ?? Number.POSITIVE_INFINITY,
     );
     for (;;) {
+      const vm = await this.#describe(ref, opts);
+      if (microvmStateOf(vm.state) === 'gone') {
+        throw adapterErrors.sandboxFailed(
+          `MicroVM ${ref} ended (${vm.state}) before its guest agent answered${vm.stateReason ? `: ${vm.stateReason}` : ''}`,
+          { ref, state: vm.state },
+        );
+      }
+      let failure: unknown;
       try {
+        const guest = await this.#guest(ref, opts);
         await guest.health(opts);
-        return;
+        return guest;
       } catch (error) {
-        if (Date.now() + this.#config.pollIntervalMs > deadline) {
-          throw adapterErrors.sandboxFailed(
-            `the guest agent of MicroVM ${ref} did not answer: ${(error as Error).message}`,
-            { ref },
-          );
-        }
+        failure = error;
+      }
+      if (Date.now() + this.#config.pollIntervalMs > deadline) {
+        throw adapterErrors.sandboxFailed(
+          `the guest agent of MicroVM ${ref} did not answer (the VM is ${vm.state}): ${(failure as Error).message}`,
+          { ref, state: vm.state },
+        );
       }
       await sleep(this.#config.pollIntervalMs, opts?.signal);
     }
@@ -416,7 +432,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     if (endpoint === undefined) {
       const vm = await this.#describe(ref, opts);
       if (microvmStateOf(vm.state) === 'gone') throw adapterErrors.notFound(ref);
-      endpoint = vm.endpoint;
+      endpoint = this.#endpoints.get(ref);
     }
     if (endpoint === undefined || endpoint === '')
       throw adapterErrors.unavailable(`MicroVM ${ref} has no endpoint yet`, { ref });
