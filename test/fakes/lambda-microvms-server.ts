@@ -114,6 +114,8 @@ export interface LambdaMicrovmsFakeOptions {
   pageSize?: number;
   /** How long PENDING, SUSPENDING and TERMINATING last. */
   transitionMs?: number;
+  /** The program a VM runs (its image): default, the guest agent from source. */
+  guest?: string[];
 }
 
 export class LambdaMicrovmsFake {
@@ -140,7 +142,7 @@ export class LambdaMicrovmsFake {
   };
 
   constructor(options: LambdaMicrovmsFakeOptions) {
-    this.#options = { pageSize: 50, transitionMs: 20, ...options };
+    this.#options = { pageSize: 50, transitionMs: 20, guest: [process.execPath, guestAgent], ...options };
   }
 
   async start(): Promise<this> {
@@ -372,16 +374,13 @@ export class LambdaMicrovmsFake {
   /** Starts the guest agent as a host process; the VM is RUNNING once it listens. */
   async #boot(vm: FakeMicrovm): Promise<void> {
     vm.root = join(this.#root, vm.microvmId);
-    const child = spawn(
-      process.execPath,
-      [guestAgent, '--port', '0', '--host', '127.0.0.1', '--root', vm.root],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        // Its own process group: suspending stops the agent and every command it runs, as freezing a VM does.
-        detached: true,
-      },
-    );
+    const [program = process.execPath, ...args] = this.#options.guest;
+    const child = spawn(program, [...args, '--port', '0', '--host', '127.0.0.1', '--root', vm.root], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      // Its own process group: suspending stops the agent and every command it runs, as freezing a VM does.
+      detached: true,
+    });
     const pid = child.pid;
     if (pid !== undefined) this.#groups.add(pid);
     vm.process = child;
@@ -419,6 +418,7 @@ export class LambdaMicrovmsFake {
   async #terminate(vm: FakeMicrovm, reason: string): Promise<void> {
     if (vm.state === 'TERMINATING' || vm.state === 'TERMINATED') return;
     vm.state = 'TERMINATING';
+    vm.stateReason = reason;
     await new Promise((r) => setTimeout(r, this.#options.transitionMs));
     await this.#end(vm, reason);
   }

@@ -1,3 +1,8 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
 import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
@@ -166,5 +171,91 @@ describe('the lambda-microvms adapter against the fake service', () => {
     // And the endpoint admits nobody without a token.
     expect((await fetch(`${vm?.endpoint}/adapter/v1/health`)).status).toBe(403);
     await adapter.delete(instance.ref);
+  });
+});
+
+/** The artifact examples/lambda-microvms builds (the bundled agent), run as the image of every VM. */
+describe('the guest agent as the image ships it', () => {
+  const out = mkdtempSync(join(tmpdir(), 'microvm-image-'));
+  let fake: LambdaMicrovmsFake;
+
+  beforeAll(async () => {
+    execFileSync(process.execPath, ['examples/lambda-microvms/build.ts', '--out', out], { stdio: 'pipe' });
+    fake = await new LambdaMicrovmsFake({
+      images: [image],
+      accessKeyId: fakeAccessKeyId,
+      guest: [process.execPath, join(out, 'guest-agent.mjs')],
+    }).start();
+  });
+  afterAll(async () => {
+    await fake?.stop();
+    rmSync(out, { recursive: true, force: true });
+  });
+
+  it('builds a Dockerfile and one bundled file that serves a sandbox: exec, stream and files', async () => {
+    expect(readdirSync(out).sort()).toEqual(['Dockerfile', 'guest-agent.mjs']);
+    const adapter = new LambdaMicrovmsAdapter(
+      lambdaMicrovmsConfigSchema.parse({ image, pollIntervalMs: 20, readyTimeoutSeconds: 20 }),
+      { client: microvmsClient(fake.url) },
+    );
+    const instance = await adapter.create({
+      id: newId('sandbox'),
+      installation,
+      resources,
+      env: { A: 'b' },
+      labels: {},
+    });
+    expect((await adapter.exec(instance.ref, { command: 'echo "$A"' })).stdout).toBe('b\n');
+    const seen: string[] = [];
+    expect(
+      await adapter.execStream(instance.ref, { command: 'echo x; exit 2' }, (e) => void seen.push(e.data)),
+    ).toBe(2);
+    expect(seen.join('')).toBe('x\n');
+    await adapter.writeFile(instance.ref, '/work/f', new TextEncoder().encode('data'));
+    expect(new TextDecoder().decode(await adapter.readFile(instance.ref, '/work/f'))).toBe('data');
+    await adapter.delete(instance.ref);
+  });
+
+  it('answers the service lifecycle hooks once the agent listens, when given a hooks port', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'microvm-hooks-'));
+    const agent = spawn(
+      process.execPath,
+      [
+        join(out, 'guest-agent.mjs'),
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--root',
+        root,
+        '--hooks-port',
+        '0',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      let hooksPort: number | undefined;
+      for await (const line of createInterface({ input: agent.stdout })) {
+        const match = /lifecycle hooks at port (\d+)/.exec(line);
+        if (match !== null) {
+          hooksPort = Number(match[1]);
+          break;
+        }
+      }
+      const hook = (path: string, method = 'POST') =>
+        fetch(`http://127.0.0.1:${hooksPort}/aws/lambda-microvms/runtime/v1/${path}`, { method }).then(
+          (r) => r.status,
+        );
+      expect(
+        await Promise.all(['ready', 'validate', 'run', 'resume', 'suspend', 'terminate'].map((p) => hook(p))),
+      ).toEqual([200, 200, 200, 200, 200, 200]);
+      expect(await hook('ready', 'GET')).toBe(404);
+      expect(await hook('reboot')).toBe(404);
+    } finally {
+      const exited = new Promise((r) => agent.once('exit', r));
+      agent.kill('SIGTERM');
+      await exited;
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
