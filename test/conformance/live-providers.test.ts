@@ -3,6 +3,8 @@ import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
 import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
 import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
 import { FreestyleAdapter } from '../../adapters/freestyle/freestyle-adapter.ts';
+import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
+import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
 import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
 import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
@@ -15,12 +17,16 @@ import { adapterConformance } from './adapter-conformance.ts';
  *   OPENSANDBOX_URL=http://opensandbox:8080 [OPENSANDBOX_API_KEY=...] npm run conformance
  *   DAYTONA_API_KEY=... [DAYTONA_API_URL=...] npm run conformance
  *   FREESTYLE_API_KEY=... npm run conformance
+ *   DIFFERENTLY_LIVE_LAMBDA_MICROVMS=<image ARN built from examples/lambda-microvms> AWS_REGION=... \
+ *     [DIFFERENTLY_LIVE_LAMBDA_MICROVMS_ROLE=<execution role ARN>] npm run conformance
+ *     (AWS credentials from the default chain; the caller needs the actions docs/providers.md lists)
  */
 const live: {
   name: string;
   variable: string;
   build: () => ExecutionAdapter;
   workdir: string;
+  pwd?: RegExp;
   deviations?: Record<string, boolean>;
 }[] = [
   {
@@ -53,6 +59,22 @@ const live: {
     workdir: '/root',
     deviations: { listingsWithoutSize: true },
   },
+  {
+    name: 'lambda-microvms (live)',
+    variable: 'DIFFERENTLY_LIVE_LAMBDA_MICROVMS',
+    build: () =>
+      new LambdaMicrovmsAdapter(
+        lambdaMicrovmsConfigSchema.parse({
+          image: process.env.DIFFERENTLY_LIVE_LAMBDA_MICROVMS,
+          ...(process.env.DIFFERENTLY_LIVE_LAMBDA_MICROVMS_ROLE !== undefined && {
+            executionRoleArn: process.env.DIFFERENTLY_LIVE_LAMBDA_MICROVMS_ROLE,
+          }),
+        }),
+      ),
+    workdir: '/work',
+    // The guest's devhost keeps each sandbox's files under its root (no bubblewrap in the AL2023 image).
+    pwd: /\/work$/,
+  },
 ];
 
 for (const provider of live) {
@@ -72,6 +94,7 @@ for (const provider of live) {
         adapter,
         features: (await adapter.capabilities()).features,
         workdir: provider.workdir,
+        ...(provider.pwd && { pwd: provider.pwd }),
         ...(provider.deviations && { deviations: provider.deviations }),
       };
     },
