@@ -169,6 +169,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
       description: 'exec and files reach the guest agent the image runs, through the VM endpoint',
       limitations: [
         "isolation is the service's claim (one Firecracker microVM per sandbox); nothing here probes it",
+        'verified in CI against a fake of the service built from its API reference; against the real service only by the live conformance run (DIFFERENTLY_LIVE_LAMBDA_MICROVMS)',
         "resources are the image's (an image is single-size): requested cpu and memory are checked against it, not applied",
         `the lifetime is fixed when the VM starts (maximumDurationInSeconds, at most ${maxMicrovmSeconds / 3600} h): extending a sandbox's TTL does not move it`,
         'MicroVMs carry no tags: ownership is the RunMicrovm clientToken (the sandbox id) and what the guest agent holds; a suspended VM is listed without its sandbox id and matched by its ref',
