@@ -24,6 +24,7 @@ import {
   type PortExposer,
   type SnapshotInfo,
   type Snapshotter,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -144,7 +145,7 @@ export class DaytonaAdapter
   }
 
   async capacity(): Promise<Capacity> {
-    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+    return unboundedCapacity();
   }
 
   async health(opts?: CallOptions): Promise<void> {

@@ -21,6 +21,7 @@ import {
   type SnapshotOptions,
   type Snapshotter,
   type Streamer,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -121,7 +122,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
   }
 
   async capacity(): Promise<Capacity> {
-    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+    return unboundedCapacity();
   }
 
   async health(): Promise<void> {

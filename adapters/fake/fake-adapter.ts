@@ -23,6 +23,7 @@ import {
   type Streamer,
   type Trust,
   type TtlExtender,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -198,7 +199,7 @@ export class FakeAdapter
     return this.#enter('capacity', () => {
       const { totalCPU, totalMemoryMiB } = this.#options;
       if (totalCPU === undefined) {
-        return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+        return unboundedCapacity();
       }
       const used = [...this.#instances.values()].reduce(
         (sum, i) => ({ cpu: sum.cpu + i.cpu, memory: sum.memory + i.memoryMiB }),

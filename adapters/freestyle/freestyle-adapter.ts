@@ -26,6 +26,7 @@ import {
   type SnapshotInfo,
   type Snapshotter,
   type TtlExtender,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -159,7 +160,7 @@ export class FreestyleAdapter
   }
 
   async capacity(): Promise<Capacity> {
-    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+    return unboundedCapacity();
   }
 
   async health(opts?: CallOptions): Promise<void> {

@@ -43,6 +43,7 @@ import {
   type InstanceState,
   type Pauser,
   type Streamer,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -196,7 +197,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
 
   async capacity(): Promise<Capacity> {
     // Service quotas bound the account, not a number the API reports: the pool's maxConcurrency governs.
-    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+    return unboundedCapacity();
   }
 
   async health(opts?: CallOptions): Promise<void> {

@@ -30,6 +30,7 @@ import {
   type Snapshotter,
   type Streamer,
   type TtlExtender,
+  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
@@ -176,7 +177,7 @@ export class OpenSandboxAdapter
 
   /** OpenSandbox reports no capacity. */
   async capacity(): Promise<Capacity> {
-    return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+    return unboundedCapacity();
   }
 
   async health(opts?: CallOptions): Promise<void> {

@@ -247,6 +247,11 @@ export function effectiveFeatures(adapter: ExecutionAdapter, declared: readonly 
   return out;
 }
 
+/** The report of a backend that has no capacity figure of its own: the pool's maxConcurrency governs. */
+export function unboundedCapacity(): Capacity {
+  return { bounded: false, freeCPU: 0, freeMemoryMiB: 0, largestFreeCPU: 0, largestFreeMemoryMiB: 0 };
+}
+
 /** Whether a capacity report has room for one sandbox of this size. */
 export function capacityFits(capacity: Capacity, resources: Resources): boolean {
   if (!capacity.bounded) return true;

@@ -2,14 +2,35 @@ import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
 import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
 import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
 import { FreestyleAdapter } from '../../adapters/freestyle/freestyle-adapter.ts';
+import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
+import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
 import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
 import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
+import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import {
+  fakeAccessKeyId as accessKeyId,
+  fakeImage as image,
+  microvmsClient,
+} from '../helpers/lambda-microvms.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
 const fast = { pollIntervalMs: 10, readyTimeoutSeconds: 10 };
+
+/** Every fake service goes down and comes back through its `faults.down`, and stops with the harness. */
+function outageOf(fake: { faults: { down: boolean }; stop(): Promise<void> }) {
+  return {
+    breakBackend: () => {
+      fake.faults.down = true;
+    },
+    restoreBackend: () => {
+      fake.faults.down = false;
+    },
+    close: () => fake.stop(),
+  };
+}
 
 adapterConformance('opensandbox (docker runtime) against its fake server', async () => {
   const fake = await new OpenSandboxFake({ apiKey: 'os-key-0123456789' }).start();
@@ -38,13 +59,7 @@ adapterConformance('opensandbox (docker runtime) against its fake server', async
       adapter: new OpenSandboxAdapter(config, 'wrong-os-key-abcdef'),
       credential: 'wrong-os-key-abcdef',
     }),
-    breakBackend: () => {
-      fake.faults.down = true;
-    },
-    restoreBackend: () => {
-      fake.faults.down = false;
-    },
-    close: () => fake.stop(),
+    ...outageOf(fake),
   };
 });
 
@@ -100,13 +115,7 @@ adapterConformance('daytona against its fake server', async () => {
       adapter: new DaytonaAdapter(config, 'wrong-dtn-key-abcdef'),
       credential: 'wrong-dtn-key-abcdef',
     }),
-    breakBackend: () => {
-      fake.faults.down = true;
-    },
-    restoreBackend: () => {
-      fake.faults.down = false;
-    },
-    close: () => fake.stop(),
+    ...outageOf(fake),
   };
 });
 
@@ -138,12 +147,44 @@ adapterConformance('freestyle (v5, background requests) against its fake server'
       adapter: new FreestyleAdapter(config, 'wrong-fs-key-abcdef'),
       credential: 'wrong-fs-key-abcdef',
     }),
-    breakBackend: () => {
-      fake.faults.down = true;
-    },
-    restoreBackend: () => {
-      fake.faults.down = false;
-    },
-    close: () => fake.stop(),
+    ...outageOf(fake),
   };
 });
+
+adapterConformance(
+  'lambda-microvms against its fake server (guest agents as host processes)',
+  async () => {
+    // A page smaller than the suite's VMs, so List follows nextToken.
+    const fake = await new LambdaMicrovmsFake({ images: [image], accessKeyId, pageSize: 3 }).start();
+    const config = lambdaMicrovmsConfigSchema.parse({ image, pollIntervalMs: 20, readyTimeoutSeconds: 20 });
+    const adapter = new LambdaMicrovmsAdapter(config, { client: microvmsClient(fake.url) });
+    return {
+      adapter,
+      features: (await adapter.capabilities()).features,
+      workdir: '/work',
+      pwd: /\/work$/,
+      loseNextCreateResponse: () => {
+        fake.faults.dropRunResponse = true;
+      },
+      failNextList: () => {
+        fake.faults.failListPage = 1;
+      },
+      failNextCreate: (kind) => {
+        if (kind === 'sandbox') fake.faults.nextVmFails = true;
+        else
+          fake.faults.failRun =
+            kind === 'capacity'
+              ? { status: 402, type: 'ServiceQuotaExceededException' }
+              : { status: 500, type: 'InternalServerException' };
+      },
+      withBadCredentials: () => ({
+        adapter: new LambdaMicrovmsAdapter(config, {
+          client: microvmsClient(fake.url, 'AKIAWRONGKEY00000000', 'wrong-secret-access-key-abcdef'),
+        }),
+        credential: 'wrong-secret-access-key-abcdef',
+      }),
+      ...outageOf(fake),
+    };
+  },
+  { timeoutMs: 60_000 },
+);

@@ -6,12 +6,18 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
 import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
+import type { CreateRequest } from '../../lib/adapter/port.ts';
 import { newId } from '../../lib/ids.ts';
 import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
 import { fakeAccessKeyId, fakeImage as image, microvmsClient } from '../helpers/lambda-microvms.ts';
 
 const installation = newId('installation');
 const resources = { cpu: 1, memoryMiB: 512, diskGiB: 1 };
+
+/** A create request for a fresh sandbox of the test's installation. */
+function sandbox(extra: Partial<CreateRequest> = {}): CreateRequest {
+  return { id: newId('sandbox'), installation, resources, env: {}, labels: {}, ...extra };
+}
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -52,15 +58,11 @@ describe('the lambda-microvms adapter against the fake service', () => {
     for (const [status, type, code] of cases) {
       fake.faults.failRun = { status, type };
       const id = newId('sandbox');
-      expect(await codeOf(adapter.create({ id, installation, resources, env: {}, labels: {} })), type).toBe(
-        code,
-      );
+      expect(await codeOf(adapter.create(sandbox({ id }))), type).toBe(code);
     }
     // An image that does not exist is the pool's configuration at fault, not a missing instance.
     const missing = adapterWith({ image: `${image}-gone` });
-    expect(
-      await codeOf(missing.create({ id: newId('sandbox'), installation, resources, env: {}, labels: {} })),
-    ).toBe('invalid_request');
+    expect(await codeOf(missing.create(sandbox()))).toBe('invalid_request');
   });
 
   it('runs each VM with the pool settings, the sandbox id as clientToken and a lifetime of at most 8 hours', async () => {
@@ -75,15 +77,8 @@ describe('the lambda-microvms adapter against the fake service', () => {
     const long = newId('sandbox');
     const endless = newId('sandbox');
     fake.received.run.length = 0;
-    const a = await configured.create({
-      id: long,
-      installation,
-      resources,
-      env: {},
-      labels: {},
-      ttlSeconds: 100_000,
-    });
-    const b = await configured.create({ id: endless, installation, resources, env: {}, labels: {} });
+    const a = await configured.create(sandbox({ id: long, ttlSeconds: 100_000 }));
+    const b = await configured.create(sandbox({ id: endless }));
     expect(fake.received.run).toEqual([
       {
         clientToken: long,
@@ -103,14 +98,7 @@ describe('the lambda-microvms adapter against the fake service', () => {
   });
 
   it('ends a sandbox at its TTL through the VM lifetime, even with the control plane gone', async () => {
-    const instance = await adapter.create({
-      id: newId('sandbox'),
-      installation,
-      resources,
-      env: {},
-      labels: {},
-      ttlSeconds: 1,
-    });
+    const instance = await adapter.create(sandbox({ ttlSeconds: 1 }));
     await expect
       .poll(() => codeOf(adapter.get(instance.ref)), { timeout: 10_000, interval: 50 })
       .toBe('not_found');
@@ -118,13 +106,7 @@ describe('the lambda-microvms adapter against the fake service', () => {
   });
 
   it('mints a new auth token when the endpoint refuses the one it holds', async () => {
-    const instance = await adapter.create({
-      id: newId('sandbox'),
-      installation,
-      resources,
-      env: {},
-      labels: {},
-    });
+    const instance = await adapter.create(sandbox());
     const minted = () => fake.received.calls.filter((call) => call === 'POST microvm/auth-token').length;
     const before = minted();
     expect((await adapter.exec(instance.ref, { command: 'echo one' })).stdout).toBe('one\n');
@@ -138,7 +120,7 @@ describe('the lambda-microvms adapter against the fake service', () => {
 
   it('keeps a suspended VM listed, unnamed and paused, and its files across the suspend', async () => {
     const id = newId('sandbox');
-    const instance = await adapter.create({ id, installation, resources, env: {}, labels: {} });
+    const instance = await adapter.create(sandbox({ id }));
     await adapter.writeFile(instance.ref, '/work/kept.txt', new TextEncoder().encode('kept'));
     await adapter.pause(instance.ref);
     expect((await adapter.get(instance.ref)).state).toBe('paused');
@@ -154,13 +136,7 @@ describe('the lambda-microvms adapter against the fake service', () => {
   });
 
   it('holds one sandbox per VM: its guest refuses a second', async () => {
-    const instance = await adapter.create({
-      id: newId('sandbox'),
-      installation,
-      resources,
-      env: {},
-      labels: {},
-    });
+    const instance = await adapter.create(sandbox());
     const vm = fake.vms.get(instance.ref);
     const response = await fetch(`${vm?.endpoint}/adapter/v1/instances`, {
       method: 'POST',
@@ -198,13 +174,7 @@ describe('the guest agent as the image ships it', () => {
       lambdaMicrovmsConfigSchema.parse({ image, pollIntervalMs: 20, readyTimeoutSeconds: 20 }),
       { client: microvmsClient(fake.url) },
     );
-    const instance = await adapter.create({
-      id: newId('sandbox'),
-      installation,
-      resources,
-      env: { A: 'b' },
-      labels: {},
-    });
+    const instance = await adapter.create(sandbox({ env: { A: 'b' } }));
     expect((await adapter.exec(instance.ref, { command: 'echo "$A"' })).stdout).toBe('b\n');
     const seen: string[] = [];
     expect(
