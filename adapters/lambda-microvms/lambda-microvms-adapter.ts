@@ -314,23 +314,49 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
   }
 
   async exec(ref: string, req: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
-    return (await this.#guest(ref, opts)).exec(guestRef, req, opts);
+    return this.#onGuest(ref, opts, (guest) => guest.exec(guestRef, req, opts));
   }
 
   async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
-    return (await this.#guest(ref, opts)).execStream(guestRef, req, emit, opts);
+    return this.#onGuest(ref, opts, (guest) => guest.execStream(guestRef, req, emit, opts));
   }
 
   async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
-    return (await this.#guest(ref, opts)).readFile(guestRef, path, opts);
+    return this.#onGuest(ref, opts, (guest) => guest.readFile(guestRef, path, opts));
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
-    return (await this.#guest(ref, opts)).writeFile(guestRef, path, content, opts);
+    return this.#onGuest(ref, opts, (guest) => guest.writeFile(guestRef, path, content, opts));
   }
 
   async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
-    return (await this.#guest(ref, opts)).listFiles(guestRef, path, opts);
+    return this.#onGuest(ref, opts, (guest) => guest.listFiles(guestRef, path, opts));
+  }
+
+  /**
+   * One call to a running sandbox's guest. When the guest cannot be reached, the VM says why: ended (the
+   * instance is gone), or suspended by the pool's idle policy while the control plane holds the sandbox
+   * running. Then the VM is resumed and the call made once more: the request never reached the guest, so
+   * nothing runs twice (a stream in progress counts as traffic, so no VM is suspended under one).
+   */
+  async #onGuest<T>(
+    ref: string,
+    opts: CallOptions | undefined,
+    call: (guest: RemoteAdapter) => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await call(await this.#guest(ref, opts));
+    } catch (error) {
+      if (!isApiError(error) || error.code !== 'provider_unavailable' || opts?.signal?.aborted === true)
+        throw error;
+      const vm = await this.#describeOrGone(ref, opts);
+      const state = microvmStateOf(vm?.state);
+      if (state === 'gone') throw adapterErrors.notFound(ref);
+      if (state !== 'paused') throw error;
+      if (vm?.state === 'SUSPENDING') await this.#waitFor(ref, 'SUSPENDED', opts);
+      await this.resume(ref, opts);
+      return call(await this.#guest(ref, opts));
+    }
   }
 
   /** SuspendMicrovm, then wait for SUSPENDED: memory, files and processes are kept. */

@@ -173,6 +173,14 @@ export class LambdaMicrovmsFake {
     return token;
   }
 
+  /** The service suspends a VM as its idle policy would after maxIdleDurationSeconds of silence. */
+  async idleSuspend(microvmId: string): Promise<void> {
+    const vm = this.vms.get(microvmId);
+    if (vm?.state !== 'RUNNING') throw new Error(`MicroVM ${microvmId} is not running`);
+    this.#suspend(vm);
+    while ((vm.state as State) === 'SUSPENDING') await new Promise((r) => setTimeout(r, 5));
+  }
+
   /** Every token minted so far expires now (as 60 minutes later). */
   expireTokens(): void {
     for (const token of this.#tokens.values()) token.expiresAt = 0;

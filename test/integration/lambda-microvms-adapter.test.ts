@@ -135,6 +135,25 @@ describe('the lambda-microvms adapter against the fake service', () => {
     await adapter.delete(instance.ref);
   });
 
+  it('resumes a VM its idle policy suspended under a running sandbox, and runs the call once', async () => {
+    const idle = adapterWith({
+      idlePolicy: { maxIdleDurationSeconds: 60, suspendedDurationSeconds: 3600, autoResumeEnabled: false },
+    });
+    const instance = await idle.create(sandbox());
+    await idle.exec(instance.ref, { command: 'echo once >> /work/count' });
+    await fake.idleSuspend(instance.ref);
+    expect(
+      (
+        await idle.exec(instance.ref, { command: 'echo once >> /work/count; wc -l < /work/count' })
+      ).stdout.trim(),
+    ).toBe('2');
+    expect(fake.vms.get(instance.ref)?.state).toBe('RUNNING');
+    // A VM that ended is the instance gone, not an outage of the pool.
+    fake.vms.get(instance.ref)?.process?.kill('SIGKILL');
+    await expect.poll(() => fake.vms.get(instance.ref)?.state).toBe('TERMINATED');
+    expect(await codeOf(idle.exec(instance.ref, { command: 'true' }))).toBe('not_found');
+  });
+
   it('holds one sandbox per VM: its guest refuses a second', async () => {
     const instance = await adapter.create(sandbox());
     const vm = fake.vms.get(instance.ref);
