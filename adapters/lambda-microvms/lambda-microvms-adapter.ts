@@ -300,14 +300,12 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
         }),
       );
     } catch (error) {
-      // Missing, or already ending: what was asked for.
-      if (isApiError(error) && (error.code === 'not_found' || error.code === 'invalid_state')) {
-        if (
-          error.code === 'invalid_state' &&
-          microvmStateOf((await this.#describeOrGone(ref, opts))?.state) !== 'gone'
-        )
-          throw error;
-      } else throw error;
+      // Missing, or refused because it is already ending (and it has): what was asked for.
+      const done =
+        isApiError(error) &&
+        (error.code === 'not_found' ||
+          (error.code === 'invalid_state' && (await this.#stateNow(ref, opts)) === 'gone'));
+      if (!done) throw error;
     }
     this.#endpoints.delete(ref);
     this.#tokens.delete(ref);
@@ -349,11 +347,10 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     } catch (error) {
       if (!isApiError(error) || error.code !== 'provider_unavailable' || opts?.signal?.aborted === true)
         throw error;
-      const vm = await this.#describeOrGone(ref, opts);
-      const state = microvmStateOf(vm?.state);
+      const state = await this.#stateNow(ref, opts);
       if (state === 'gone') throw adapterErrors.notFound(ref);
       if (state !== 'paused') throw error;
-      if (vm?.state === 'SUSPENDING') await this.#waitFor(ref, 'SUSPENDED', opts);
+      await this.#waitFor(ref, 'SUSPENDED', opts);
       await this.resume(ref, opts);
       return call(await this.#guest(ref, opts));
     }
@@ -382,11 +379,12 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     return vm;
   }
 
-  async #describeOrGone(ref: string, opts?: CallOptions): Promise<GetMicrovmResponse | undefined> {
+  /** The VM's state as the contract names it; a VM the service no longer knows is gone. */
+  async #stateNow(ref: string, opts?: CallOptions): Promise<InstanceState | 'gone'> {
     try {
-      return await this.#describe(ref, opts);
+      return microvmStateOf((await this.#describe(ref, opts)).state);
     } catch (error) {
-      if (isApiError(error) && error.code === 'not_found') return undefined;
+      if (isApiError(error) && error.code === 'not_found') return 'gone';
       throw error;
     }
   }

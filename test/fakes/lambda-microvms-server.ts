@@ -127,6 +127,8 @@ export class LambdaMicrovmsFake {
     dropRunResponse: false,
     /** The next VM's guest never starts: the VM ends with a stateReason. */
     nextVmFails: false,
+    /** TerminateMicrovm answers ConflictException (as a service may for a VM already ending). */
+    terminateConflict: false,
     /** The ListMicrovms page at this index (0 = first) answers 500. */
     failListPage: undefined as number | undefined,
   };
@@ -251,6 +253,8 @@ export class LambdaMicrovmsFake {
     if (vm === undefined) throw new ServiceError(404, 'ResourceNotFoundException', `MicroVM ${id} not found`);
     if (action === undefined && method === 'GET') return this.#json(res, 200, describe(vm));
     if (action === undefined && method === 'DELETE') {
+      if (this.faults.terminateConflict)
+        throw new ServiceError(409, 'ConflictException', `MicroVM ${id} is ${vm.state}`);
       void this.#terminate(vm, 'TerminateMicrovm was called');
       return this.#json(res, 200, {});
     }

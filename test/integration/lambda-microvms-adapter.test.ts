@@ -154,6 +154,20 @@ describe('the lambda-microvms adapter against the fake service', () => {
     expect(await codeOf(idle.exec(instance.ref, { command: 'true' }))).toBe('not_found');
   });
 
+  it('takes a Terminate refused as a conflict for success only when the VM is ending', async () => {
+    const instance = await adapter.create(sandbox());
+    fake.faults.terminateConflict = true;
+    try {
+      expect(await codeOf(adapter.delete(instance.ref))).toBe('invalid_state');
+      fake.faults.terminateConflict = false;
+      await adapter.delete(instance.ref);
+      fake.faults.terminateConflict = true;
+      await expect(adapter.delete(instance.ref)).resolves.toBeUndefined();
+    } finally {
+      fake.faults.terminateConflict = false;
+    }
+  });
+
   it('holds one sandbox per VM: its guest refuses a second', async () => {
     const instance = await adapter.create(sandbox());
     const vm = fake.vms.get(instance.ref);
