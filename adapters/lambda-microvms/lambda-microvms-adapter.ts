@@ -250,9 +250,9 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     do {
       const page = await this.#send('ListMicrovms', undefined, opts, () =>
         this.#client.send(
+          // Every version of the image: a pool moved to a new version still holds its older VMs.
           new ListMicrovmsCommand({
             imageIdentifier: this.#config.image,
-            ...(this.#config.imageVersion !== undefined && { imageVersion: this.#config.imageVersion }),
             ...(nextToken !== undefined && { nextToken }),
           }),
           { abortSignal: opts?.signal },

@@ -106,8 +106,9 @@ class ServiceError extends Error {
 }
 
 export interface LambdaMicrovmsFakeOptions {
-  /** The image ARNs that exist, each with version 1.0. */
+  /** The image ARNs that exist, each with these versions (default 1.0 only; the first is the latest). */
   images: string[];
+  versions?: string[];
   /** The access key id requests must be signed with. */
   accessKeyId: string;
   /** Default ListMicrovms page size. */
@@ -144,7 +145,13 @@ export class LambdaMicrovmsFake {
   };
 
   constructor(options: LambdaMicrovmsFakeOptions) {
-    this.#options = { pageSize: 50, transitionMs: 20, guest: [process.execPath, guestAgent], ...options };
+    this.#options = {
+      pageSize: 50,
+      transitionMs: 20,
+      guest: [process.execPath, guestAgent],
+      versions: ['1.0'],
+      ...options,
+    };
   }
 
   async start(): Promise<this> {
@@ -309,7 +316,7 @@ export class LambdaMicrovmsFake {
         'ResourceNotFoundException',
         `MicroVM image ${input.imageIdentifier} not found`,
       );
-    if (input.imageVersion !== undefined && input.imageVersion !== '1.0')
+    if (input.imageVersion !== undefined && !this.#options.versions.includes(input.imageVersion))
       throw new ServiceError(
         404,
         'ResourceNotFoundException',
@@ -349,7 +356,7 @@ export class LambdaMicrovmsFake {
       state: 'PENDING',
       endpoint: '',
       imageArn: input.imageIdentifier,
-      imageVersion: input.imageVersion ?? '1.0',
+      imageVersion: input.imageVersion ?? this.#options.versions[0] ?? '1.0',
       ...(input.executionRoleArn !== undefined && { executionRoleArn: input.executionRoleArn }),
       ...(input.idlePolicy !== undefined && { idlePolicy: input.idlePolicy }),
       ...(input.ingressNetworkConnectors !== undefined && {

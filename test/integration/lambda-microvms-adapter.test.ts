@@ -29,7 +29,11 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 }
 
 describe('the lambda-microvms adapter against the fake service', () => {
-  const fake = new LambdaMicrovmsFake({ images: [image], accessKeyId: fakeAccessKeyId });
+  const fake = new LambdaMicrovmsFake({
+    images: [image],
+    accessKeyId: fakeAccessKeyId,
+    versions: ['1.0', '2.0'],
+  });
   let adapter: LambdaMicrovmsAdapter;
   const adapterWith = (config: Record<string, unknown>) =>
     new LambdaMicrovmsAdapter(
@@ -152,6 +156,15 @@ describe('the lambda-microvms adapter against the fake service', () => {
     fake.vms.get(instance.ref)?.process?.kill('SIGKILL');
     await expect.poll(() => fake.vms.get(instance.ref)?.state).toBe('TERMINATED');
     expect(await codeOf(idle.exec(instance.ref, { command: 'true' }))).toBe('not_found');
+  });
+
+  it('lists the VMs of every version of the image: a pool moved to a new version keeps its running sandboxes', async () => {
+    const before = adapterWith({ imageVersion: '1.0' });
+    const id = newId('sandbox');
+    const instance = await before.create(sandbox({ id }));
+    const after = adapterWith({ imageVersion: '2.0' });
+    expect((await after.list(installation)).find((i) => i.ref === instance.ref)?.sandboxId).toBe(id);
+    await after.delete(instance.ref);
   });
 
   it('takes a Terminate refused as a conflict for success only when the VM is ending', async () => {
