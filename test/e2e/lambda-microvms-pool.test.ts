@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../lib/ids.ts';
+import { sweep } from '../../lib/scheduler/sweep.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
@@ -103,18 +104,32 @@ describe('a Lambda MicroVMs pool end to end', () => {
 
     await tenant.deleteSandbox(sandbox.id);
     await e.until(sandbox.id, 'terminated');
-    expect(vm?.state).toBe('TERMINATED');
+    await expect.poll(() => vm?.state).toBe('TERMINATED');
     expect((await admin.admin.reconcile()).pools.find((p) => p.pool === 'mvm')).toMatchObject({
       listed: 0,
       orphansDeleted: 0,
       failed: 0,
     });
-    expect([...fake.vms.values()].every((each) => each.state === 'TERMINATED')).toBe(true);
+    await expect.poll(() => [...fake.vms.values()].every((each) => each.state === 'TERMINATED')).toBe(true);
 
     const trust = await tenant.trust();
     const entry = trust.pools.find((p) => p.name === 'mvm');
     expect(entry).toMatchObject({ trust: 'private' });
     expect(entry?.limitations.join(' ')).toMatch(/lifetime is fixed when the VM starts/);
+  });
+
+  it('ends a sandbox at its TTL: the sweep expires it and its VM is terminated', async () => {
+    const sandbox = await tenant.waitUntilRunning(
+      (await tenant.createSandbox({ placement: { allowedPools: ['mvm'] }, ttlSeconds: 60 })).id,
+      { intervalMs: 20 },
+    );
+    const vm = [...fake.vms.values()].find((each) => each.clientToken === sandbox.id);
+    // The provider's own backstop is the same TTL.
+    expect(vm?.maximumDurationInSeconds).toBe(60);
+    const report = await sweep({ ...e.runtime.plane, now: () => new Date(Date.now() + 61_000) });
+    expect(report.expired).toBe(1);
+    await e.until(sandbox.id, 'terminated');
+    await expect.poll(() => vm?.state).toBe('TERMINATED');
   });
 
   it("ends a VM of this installation that no sandbox holds, and leaves another installation's alone", async () => {
