@@ -28,8 +28,10 @@ import { type FakeHttp, parseJson, startFakeHttp } from './fake-http.ts';
  * - each VM's endpoint: a proxy on its own port that admits requests carrying a token from
  *   CreateMicrovmAuthToken (expiry and allowed ports checked), routes to `x-aws-proxy-port` (default
  *   8080), and forwards to the VM's guest agent, a host process (adapters/lambda-microvms/guest-agent.ts).
- *   Suspending a VM stops its process (SIGSTOP) and resuming continues it, so memory, files and processes
- *   are kept as on the service; a suspended VM with autoResumeEnabled resumes on traffic.
+ *   Suspending a VM stops the agent's process group (SIGSTOP) and resuming continues it, so its memory and
+ *   files are kept as on the service; a suspended VM with autoResumeEnabled resumes on traffic. Unlike a
+ *   frozen VM, commands the agent started keep running while suspended (each runs in its own process
+ *   group, as devhost starts them).
  * Not simulated: the idle timer (maxIdleDurationSeconds is at least 60 s), images and their builds, hooks.
  */
 const guestAgent = resolve(import.meta.dirname, '../../adapters/lambda-microvms/guest-agent.ts');
