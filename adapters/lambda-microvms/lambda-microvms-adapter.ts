@@ -16,6 +16,9 @@
 import {
   CreateMicrovmAuthTokenCommand,
   GetMicrovmCommand,
+  GetMicrovmImageCommand,
+  type GetMicrovmImageOutput,
+  GetMicrovmImageVersionCommand,
   type GetMicrovmResponse,
   LambdaMicrovmsClient,
   ListMicrovmsCommand,
@@ -57,6 +60,8 @@ export const proxyAuthHeader = 'x-aws-proxy-auth';
 export const proxyPortHeader = 'x-aws-proxy-port';
 /** Tokens are minted for this long (the service allows 60 min) and replaced a minute before they end. */
 const tokenMinutes = 15;
+/** Image states in which no VM can be run from it. */
+const goneImageStates = new Set(['CREATING', 'CREATE_FAILED', 'DELETING', 'DELETED', 'DELETE_FAILED']);
 /** How many guests List asks at once. */
 const listConcurrency = 8;
 
@@ -200,12 +205,44 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     return unboundedCapacity();
   }
 
+  /**
+   * The pool can take work when its image can run: the image exists and is not being deleted, and has a
+   * built version (the configured one, or an active one). A wrong ARN or a failed build makes the pool
+   * unhealthy at once, instead of failing every sandbox placed on it.
+   */
   async health(opts?: CallOptions): Promise<void> {
-    await this.#send('ListMicrovms', undefined, opts, () =>
-      this.#client.send(new ListMicrovmsCommand({ imageIdentifier: this.#config.image, maxResults: 1 }), {
+    const { image, imageVersion } = this.#config;
+    const unusable = (why: string) =>
+      adapterErrors.unavailable(`the MicroVM image ${image} ${why}`, { image });
+    let found: GetMicrovmImageOutput;
+    try {
+      found = await this.#client.send(new GetMicrovmImageCommand({ imageIdentifier: image }), {
+        abortSignal: opts?.signal,
+      });
+    } catch (error) {
+      if ((error as { name?: unknown }).name === 'ResourceNotFoundException')
+        throw unusable('does not exist');
+      throw classifyMicrovmError(error, 'GetMicrovmImage');
+    }
+    if (found.state === undefined || goneImageStates.has(found.state)) throw unusable(`is ${found.state}`);
+    if (imageVersion === undefined) {
+      if (found.latestActiveImageVersion === undefined)
+        throw unusable('has no active version (is its build done?)');
+      return;
+    }
+    const version = await this.#send('GetMicrovmImageVersion', undefined, opts, () =>
+      this.#client.send(new GetMicrovmImageVersionCommand({ imageIdentifier: image, imageVersion }), {
         abortSignal: opts?.signal,
       }),
-    );
+    ).catch((error: unknown) => {
+      throw isApiError(error) && error.code === 'invalid_request'
+        ? unusable(`has no version ${imageVersion}`)
+        : error;
+    });
+    if (version.state !== 'SUCCESSFUL')
+      throw unusable(
+        `version ${imageVersion} is ${version.state}${version.stateReason ? `: ${version.stateReason}` : ''}`,
+      );
   }
 
   async create(req: CreateRequest, opts?: CallOptions): Promise<Instance> {

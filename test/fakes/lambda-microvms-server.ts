@@ -123,6 +123,8 @@ export interface LambdaMicrovmsFakeOptions {
 
 export class LambdaMicrovmsFake {
   readonly vms = new Map<string, FakeMicrovm>();
+  /** An image's state (default CREATED); CREATE_FAILED gives it no active version and a FAILED build. */
+  readonly imageStates = new Map<string, string>();
   readonly received: { run: unknown[]; calls: string[] } = { run: [], calls: [] };
   readonly faults = {
     down: false,
@@ -244,6 +246,8 @@ export class LambdaMicrovmsFake {
     if (this.faults.down)
       throw new ServiceError(500, 'InternalServerException', 'Internal failure. Please try again.');
     const method = req.method ?? 'GET';
+    if (url.pathname.startsWith('/2025-09-09/microvm-images/') && method === 'GET')
+      return this.#image(url, res);
     const parts = url.pathname
       .split('/')
       .filter((p) => p !== '')
@@ -294,6 +298,36 @@ export class LambdaMicrovmsFake {
       return this.#json(res, 200, { authToken: { 'X-aws-proxy-auth': token } });
     }
     throw new ServiceError(404, 'UnknownOperationException', 'unknown route');
+  }
+
+  /** GetMicrovmImage and GetMicrovmImageVersion: the images given at construction, in `imageStates`. */
+  #image(url: URL, res: ServerResponse): void {
+    const [, , , arn = '', versions, version] = url.pathname.split('/').map(decodeURIComponent);
+    if (!this.#options.images.includes(arn))
+      throw new ServiceError(404, 'ResourceNotFoundException', `MicroVM image ${arn} not found`);
+    const state = this.imageStates.get(arn) ?? 'CREATED';
+    if (versions === undefined) {
+      this.#json(res, 200, {
+        imageArn: arn,
+        name: arn.split(':').at(-1),
+        state,
+        ...(state !== 'CREATE_FAILED' && { latestActiveImageVersion: this.#options.versions[0] }),
+        createdAt: 1_780_000_000,
+      });
+      return;
+    }
+    if (versions !== 'versions' || version === undefined || !this.#options.versions.includes(version))
+      throw new ServiceError(404, 'ResourceNotFoundException', `version ${version} of ${arn} not found`);
+    this.#json(res, 200, {
+      baseImageArn: 'arn:aws:lambda:us-east-1:aws:microvm-image:al2023-1',
+      buildRoleArn: 'arn:aws:iam::123456789012:role/build',
+      codeArtifact: { uri: 's3://bucket/guest.zip' },
+      imageArn: arn,
+      imageVersion: version,
+      state: state === 'CREATE_FAILED' ? 'FAILED' : 'SUCCESSFUL',
+      status: 'ACTIVE',
+      createdAt: 1_780_000_000,
+    });
   }
 
   async #run(body: Buffer, res: ServerResponse): Promise<void> {

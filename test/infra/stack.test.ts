@@ -412,11 +412,15 @@ describe('the IAM of a lambda-microvms pool', () => {
       'lambda:ListMicrovms',
       'lambda:TerminateMicrovm',
     ]);
-    expect(actionsOf(granted.PoolRefresh)).toEqual(['lambda:ListMicrovms']);
+    expect(actionsOf(granted.PoolRefresh)).toEqual([
+      'lambda:GetMicrovmImage',
+      'lambda:GetMicrovmImageVersion',
+    ]);
     expect(actionsOf(granted.Api)).toEqual([
       'lambda:CreateMicrovmAuthToken',
       'lambda:GetMicrovm',
-      'lambda:ListMicrovms',
+      'lambda:GetMicrovmImage',
+      'lambda:GetMicrovmImageVersion',
     ]);
     for (const statements of Object.values(granted))
       for (const statement of statements) {

@@ -69,6 +69,31 @@ describe('the lambda-microvms adapter against the fake service', () => {
     expect(await codeOf(missing.create(sandbox()))).toBe('invalid_request');
   });
 
+  it('is healthy only when its image can run: it exists, is not failed or deleted, and has a built version', async () => {
+    await expect(adapter.health()).resolves.toBeUndefined();
+    await expect(adapterWith({ imageVersion: '2.0' }).health()).resolves.toBeUndefined();
+    const refusals = async (config: Record<string, unknown>) => {
+      const error = await adapterWith(config)
+        .health()
+        .then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; message?: string },
+        );
+      return `${error?.code}: ${error?.message}`;
+    };
+    expect(await refusals({ image: `${image}-gone` })).toMatch(
+      /^provider_unavailable: .*-gone does not exist$/,
+    );
+    expect(await refusals({ imageVersion: '9.9' })).toMatch(/has no version 9\.9$/);
+    fake.imageStates.set(image, 'CREATE_FAILED');
+    try {
+      expect(await refusals({})).toMatch(/is CREATE_FAILED$/);
+      expect(await refusals({ imageVersion: '1.0' })).toMatch(/is CREATE_FAILED$/);
+    } finally {
+      fake.imageStates.delete(image);
+    }
+  });
+
   it('runs each VM with the pool settings, the sandbox id as clientToken and a lifetime of at most 8 hours', async () => {
     const configured = adapterWith({
       imageVersion: '1.0',

@@ -9,9 +9,11 @@ import type { PoolSpec } from '../../../lib/pools/registry.ts';
  * the service authorizes them against (VMs take no tags, so no tag condition can narrow them further);
  * ListMicrovms has no resource-level permission and is granted on `*`.
  */
+const imageHealth = ['lambda:GetMicrovmImage', 'lambda:GetMicrovmImageVersion'];
+
 export const microvmActionsByFunction = {
-  // Exec, files and Get reach a VM; registering a pool checks its health (ListMicrovms).
-  api: ['lambda:GetMicrovm', 'lambda:CreateMicrovmAuthToken'],
+  // Exec, files and Get reach a VM; registering a pool checks its health (its image).
+  api: ['lambda:GetMicrovm', 'lambda:CreateMicrovmAuthToken', ...imageHealth],
   apiStream: ['lambda:GetMicrovm', 'lambda:CreateMicrovmAuthToken'],
   provision: ['lambda:RunMicrovm', 'lambda:GetMicrovm', 'lambda:CreateMicrovmAuthToken'],
   terminate: ['lambda:TerminateMicrovm', 'lambda:GetMicrovm'],
@@ -22,11 +24,11 @@ export const microvmActionsByFunction = {
     'lambda:CreateMicrovmAuthToken',
   ],
   reconcile: ['lambda:GetMicrovm', 'lambda:CreateMicrovmAuthToken', 'lambda:TerminateMicrovm'],
-  poolRefresh: [] as string[],
+  poolRefresh: imageHealth,
 } as const;
 
-/** The functions that list a pool's VMs: health (registering, refreshing) and the reconciler. */
-const listers = new Set(['api', 'reconcile', 'poolRefresh']);
+/** The one function that lists a pool's VMs. */
+const listers = new Set(['reconcile']);
 
 export type MicrovmCaller = keyof typeof microvmActionsByFunction;
 
