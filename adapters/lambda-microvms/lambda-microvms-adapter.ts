@@ -387,7 +387,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
       const state = await this.#stateNow(ref, opts);
       if (state === 'gone') throw adapterErrors.notFound(ref);
       if (state !== 'paused') throw error;
-      await this.#waitFor(ref, 'SUSPENDED', opts);
+      await this.#untilSuspended(ref, opts);
       await this.resume(ref, opts);
       return call(await this.#guest(ref, opts));
     }
@@ -398,7 +398,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     await this.#send('SuspendMicrovm', ref, opts, () =>
       this.#client.send(new SuspendMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
     );
-    await this.#waitFor(ref, 'SUSPENDED', opts);
+    await this.#untilSuspended(ref, opts);
   }
 
   async resume(ref: string, opts?: CallOptions): Promise<void> {
@@ -426,24 +426,24 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     }
   }
 
-  /** Polls GetMicrovm until the state is reached; a VM that ends instead failed to start. */
-  async #waitFor(ref: string, wanted: 'SUSPENDED', opts?: CallOptions): Promise<void> {
+  /** Polls GetMicrovm until the VM is SUSPENDED; one that ends instead, or takes too long, has failed. */
+  async #untilSuspended(ref: string, opts?: CallOptions): Promise<void> {
     const deadline = Math.min(
       Date.now() + this.#config.readyTimeoutSeconds * 1000,
       opts?.deadline ?? Number.POSITIVE_INFINITY,
     );
     for (;;) {
       const vm = await this.#describe(ref, opts);
-      if (vm.state === wanted) return;
+      if (vm.state === 'SUSPENDED') return;
       if (microvmStateOf(vm.state) === 'gone') {
         throw adapterErrors.sandboxFailed(
-          `MicroVM ${ref} ended (${vm.state}) before it was ${wanted}${vm.stateReason ? `: ${vm.stateReason}` : ''}`,
+          `MicroVM ${ref} ended (${vm.state}) before it was suspended${vm.stateReason ? `: ${vm.stateReason}` : ''}`,
           { ref, state: vm.state },
         );
       }
       if (Date.now() + this.#config.pollIntervalMs > deadline) {
         throw adapterErrors.sandboxFailed(
-          `MicroVM ${ref} was still ${vm.state} when its wait for ${wanted} ended`,
+          `MicroVM ${ref} was still ${vm.state} when its wait to be suspended ended`,
           {
             ref,
             state: vm.state,
