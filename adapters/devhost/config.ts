@@ -1,5 +1,36 @@
-import { resolve as resolvePath } from 'node:path';
+import { createHash } from 'node:crypto';
+import { statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import * as z from 'zod';
+
+/**
+ * `.differently/devhost` beside the checkout; but a root control plane runs its jails as the sandbox
+ * user, which must be able to reach the folder, so where the checkout is closed to other users (under
+ * /root, say) the folder is one of the temporary folder's instead, named after the checkout so two
+ * installations still never share one.
+ */
+export function defaultDevhostRoot(): string {
+  const beside = resolvePath('.differently', 'devhost');
+  if (process.getuid?.() !== 0 || reachableByOthers(process.cwd())) return beside;
+  const checkout = createHash('sha256').update(process.cwd()).digest('hex').slice(0, 12);
+  return join(tmpdir(), `differently-devhost-${checkout}`);
+}
+
+/** Whether every folder from `/` down to `dir` lets other users through (o+x). */
+export function reachableByOthers(dir: string): boolean {
+  let current = resolvePath(dir);
+  for (;;) {
+    try {
+      if ((statSync(current).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    const parent = dirname(current);
+    if (parent === current) return true;
+    current = parent;
+  }
+}
 
 /**
  * A devhost pool's `config`: what preflight, synth, the cold start and the admin API check. Kept apart from
@@ -10,7 +41,7 @@ export const devhostConfigSchema = z.strictObject({
    * Directory holding one sub-directory per sandbox: by default beside the checkout that runs it
    * (`.differently/devhost`), so two installations on one machine never share one.
    */
-  root: z.string().min(1).default(resolvePath('.differently', 'devhost')),
+  root: z.string().min(1).default(defaultDevhostRoot),
   /** Cap on each of stdout and stderr kept by a synchronous exec. */
   outputMaxBytes: z
     .int()
@@ -22,5 +53,13 @@ export const devhostConfigSchema = z.strictObject({
    * bubblewrap where it works, otherwise none, said in the pool's limitations and at start.
    */
   isolation: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
+  /**
+   * The host user every jailed process runs as when the control plane runs as root (nobody by default):
+   * bwrap is started as this user, so nothing in the jail holds root's uid or a capability on the host.
+   * The pool's root must be reachable by it (the adapter makes the root itself 0711; its parents are
+   * checked at start). Ignored when the control plane is not root: it cannot hand out another uid.
+   */
+  runAsUid: z.int().min(1).max(4_294_967_294).default(65534),
+  runAsGid: z.int().min(1).max(4_294_967_294).default(65534),
 });
 export type DevhostConfig = z.infer<typeof devhostConfigSchema>;

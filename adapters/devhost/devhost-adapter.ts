@@ -1,5 +1,6 @@
-import { cp, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, normalize, resolve as resolvePath, sep } from 'node:path';
+import { chmodSync, mkdirSync, statSync } from 'node:fs';
+import { cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import * as z from 'zod';
 import {
   type AdapterInfo,
@@ -17,6 +18,7 @@ import {
   fileSystemError,
   type Instance,
   type Lifecycle,
+  type ReadFileOptions,
   type SnapshotInfo,
   type SnapshotOptions,
   type Snapshotter,
@@ -26,11 +28,29 @@ import {
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import type { DevhostConfig } from './config.ts';
-import { bubblewrapAvailable, jailArgs, jailPath } from './jail.ts';
+import {
+  bubblewrapAvailable,
+  type JailProbe,
+  type JailUser,
+  jailCommand,
+  jailPath,
+  jailUser,
+  launcherEnv,
+  probeJail,
+} from './jail.ts';
 import { CappedBuffer, runProcess } from './run-process.ts';
+import {
+  ensureSandboxDirectory,
+  listSandboxDirectory,
+  readSandboxFile,
+  writeSandboxFile,
+} from './sandbox-files.ts';
 
 export const devhostDefaultTimeoutSeconds = 600;
 export const devhostMaxTimeoutSeconds = 7200;
+
+/** A read with no limit of the caller's (a plugin's client) takes at most this much (the wire's limit). */
+const defaultReadMaxBytes = 100 * 1024 * 1024;
 
 const metaSchema = z.object({
   sandboxId: z.string(),
@@ -76,7 +96,11 @@ export function endDevhostCommands(): void {
 export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
   readonly #config: DevhostConfig;
 
-  readonly #jailed: boolean;
+  /** The jail's measured isolation; undefined when commands run unjailed. */
+  readonly #probe: JailProbe | undefined;
+
+  /** The host user of every sandbox process and file; undefined: this process's own. */
+  readonly #owner: JailUser | undefined;
 
   constructor(config: DevhostConfig) {
     this.#config = config;
@@ -85,27 +109,46 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
         'devhost isolation bubblewrap: bwrap is not installed or cannot make namespaces here (apt-get install bubblewrap)',
       );
     }
-    this.#jailed = config.isolation !== 'none' && bubblewrapAvailable();
+    const jailed = config.isolation !== 'none' && bubblewrapAvailable();
+    this.#owner = jailed ? jailUser({ uid: config.runAsUid, gid: config.runAsGid }) : undefined;
+    if (jailed) {
+      mkdirSync(config.root, { recursive: true, mode: 0o711 });
+      // The sandbox user walks through the root to its own folder (and lists nothing there).
+      if (this.#owner !== undefined && (statSync(config.root).mode & 0o001) === 0)
+        chmodSync(config.root, 0o711);
+      this.#probe = probeJail(config.root, this.#owner);
+      // bwrap is here but the jail cannot be made: a misconfiguration, never a reason to run unjailed.
+      if (!this.#probe.runs) {
+        throw adapterErrors.invalidRequest(
+          `devhost: the bubblewrap jail cannot run${this.#owner === undefined ? '' : ` as uid ${this.#owner.uid}`} with root ${config.root}: ${this.#probe.error ?? 'unknown'}${this.#owner === undefined ? '' : ' (every folder above the root must let that user through: o+x)'}`,
+        );
+      }
+    }
   }
 
   info(): AdapterInfo {
+    const probe = this.#probe;
+    const failed = probe?.checks.filter((check) => !check.passed) ?? [];
     return {
       kind: 'devhost',
       version: '1',
       trust: 'private',
-      isolation: this.#jailed
-        ? 'namespaces: bubblewrap (the sandbox folder as /, its own /proc), host kernel and network'
-        : 'none: host directories and host processes',
+      isolation:
+        probe !== undefined
+          ? `namespaces: bubblewrap (user, mount, network, PID, IPC, UTS; the sandbox folder as /, no capabilities, ${this.#owner === undefined ? "the control plane's unprivileged user" : `host uid ${this.#owner.uid}`}), host kernel; measured at start: ${probe.checks.map((check) => `${check.name} ${check.passed ? 'yes' : 'NO'} (${check.seen})`).join('; ')}`
+          : 'none: host directories and host processes',
       protocol: adapterProtocolVersion,
-      isolationVerified: true,
+      isolationVerified: probe?.verified ?? false,
       limitations: [
-        this.#jailed
-          ? "dev mode only: commands share the host's kernel, network and user; system folders are the host's, read-only"
+        probe !== undefined
+          ? "dev mode only: commands share the host's kernel; system folders are the host's, read-only; no network"
           : this.#config.isolation === 'none'
             ? "dev mode only: commands run as host processes with the control plane's user and network, and see the host's files and processes"
             : "dev mode only: bubblewrap (bwrap) is missing here, so commands run as host processes with the control plane's user and network, and see the host's files and processes (apt-get install bubblewrap)",
+        ...failed.map((check) => `the jail was measured without: ${check.name} (${check.seen})`),
         'resources are recorded, not applied',
         'no provider TTL backstop: expiry relies on the sweep',
+        'the files API does not follow symbolic links',
       ],
     };
   }
@@ -137,11 +180,14 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     const dir = this.#dir(request.id);
     const existing = await this.#readMeta(request.id);
     if (existing !== undefined) return toInstance(existing);
+    // The sandbox user passes through the sandbox's folder to its `fs`, which only it can enter.
+    await mkdir(dir, { recursive: true, mode: 0o711 });
     if (request.fromSnapshot !== undefined) {
       // A restore starts from a copy of the snapshot's filesystem.
       await cp(join(this.#snapshotDir(request.fromSnapshot), 'fs'), join(dir, 'fs'), { recursive: true });
     }
-    await mkdir(join(dir, 'fs'), { recursive: true });
+    await mkdir(join(dir, 'fs'), { recursive: true, mode: 0o700 });
+    if (this.#owner !== undefined) await chownTree(join(dir, 'fs'), this.#owner);
     const meta: Meta = {
       sandboxId: request.id,
       installation: request.installation,
@@ -204,45 +250,22 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     return (await this.#run(ref, request, opts, emit)).exitCode;
   }
 
-  async readFile(ref: string, path: string): Promise<Uint8Array> {
-    const hostPath = await this.#hostPath(ref, path);
-    try {
-      return await readFile(hostPath);
-    } catch (error) {
-      throw fileSystemError(error, path);
-    }
+  async readFile(ref: string, path: string, opts?: ReadFileOptions): Promise<Uint8Array> {
+    return readSandboxFile(await this.#fsRoot(ref), path, opts?.maxBytes ?? defaultReadMaxBytes).catch(
+      (error: unknown) => {
+        throw fileSystemError(error, path);
+      },
+    );
   }
 
   async writeFile(ref: string, path: string, content: Uint8Array): Promise<void> {
-    const hostPath = await this.#hostPath(ref, path);
-    try {
-      await mkdir(dirname(hostPath), { recursive: true });
-      await writeFile(hostPath, content);
-    } catch (error) {
+    return writeSandboxFile(await this.#fsRoot(ref), path, content, this.#owner).catch((error: unknown) => {
       throw fileSystemError(error, path);
-    }
+    });
   }
 
   async listFiles(ref: string, path: string): Promise<FileInfo[]> {
-    const hostPath = await this.#hostPath(ref, path);
-    try {
-      const entries = await readdir(hostPath, { withFileTypes: true });
-      const base = path.endsWith('/') ? path : `${path}/`;
-      return Promise.all(
-        entries.map(async (entry) => {
-          const info = await stat(join(hostPath, entry.name));
-          return {
-            name: entry.name,
-            path: `${base}${entry.name}`,
-            isDir: entry.isDirectory(),
-            size: entry.isDirectory() ? 0 : info.size,
-            modifiedAt: info.mtime.toISOString(),
-          };
-        }),
-      );
-    } catch (error) {
-      throw fileSystemError(error, path);
-    }
+    return listSandboxDirectory(await this.#fsRoot(ref), path);
   }
 
   async stop(ref: string): Promise<void> {
@@ -293,8 +316,11 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     if (meta.state !== 'running')
       throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
     const root = join(this.#dir(ref), 'fs');
-    const cwd = request.cwd === undefined ? root : await this.#hostPath(ref, request.cwd);
-    await mkdir(cwd, { recursive: true });
+    const cwdNames = await ensureSandboxDirectory(root, request.cwd ?? '/', this.#owner).catch(
+      (error: unknown) => {
+        throw fileSystemError(error, request.cwd ?? '/');
+      },
+    );
     const argv = request.command !== undefined ? ['/bin/sh', '-c', request.command] : (request.args ?? []);
     const timeoutSeconds = Math.min(
       request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
@@ -306,19 +332,33 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     running.add(ended);
     runningCommands.set(ref, running);
     const signal = opts?.signal === undefined ? ended.signal : AbortSignal.any([opts.signal, ended.signal]);
-    // Jailed, the sandbox's folder is the command's `/`; otherwise the command sees it as a host folder.
-    const inside = this.#jailed;
+    // Jailed, the sandbox's folder is the command's `/` and the tenant's variables are set inside the jail
+    // only; otherwise the command is a host process that sees the folder as a host folder.
+    const jail =
+      this.#probe === undefined
+        ? undefined
+        : jailCommand(
+            root,
+            `/${cwdNames.join('/')}`,
+            { PATH: jailPath, HOME: '/', SANDBOX_ROOT: '/', ...meta.env, ...request.env },
+            argv,
+          );
     return runProcess({
-      argv: inside ? [...jailArgs(root, request.cwd ?? '/'), ...argv] : argv,
+      argv: jail?.argv ?? argv,
+      fd3: jail?.options,
+      user: this.#owner,
       shell: false,
-      cwd,
-      env: {
-        PATH: inside ? jailPath : (process.env.PATH ?? '/usr/bin:/bin'),
-        HOME: inside ? '/' : root,
-        SANDBOX_ROOT: inside ? '/' : root,
-        ...meta.env,
-        ...request.env,
-      },
+      cwd: jail === undefined ? join(root, ...cwdNames) : '/',
+      env:
+        jail === undefined
+          ? {
+              PATH: process.env.PATH ?? '/usr/bin:/bin',
+              HOME: root,
+              SANDBOX_ROOT: root,
+              ...meta.env,
+              ...request.env,
+            }
+          : launcherEnv,
       stdin: request.stdin,
       timeoutSeconds,
       signal,
@@ -337,32 +377,10 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       });
   }
 
-  /** Maps an absolute sandbox path to the host, refusing anything that escapes the sandbox's root. */
-  async #hostPath(ref: string, path: string): Promise<string> {
-    if (!path.startsWith('/') || path.includes('\0')) {
-      throw adapterErrors.invalidRequest(`path must be absolute inside the sandbox: ${JSON.stringify(path)}`);
-    }
+  /** The host folder that is the sandbox's `/` (the sandbox must exist). */
+  async #fsRoot(ref: string): Promise<string> {
     if ((await this.#readMeta(ref)) === undefined) throw adapterErrors.notFound(ref);
-    const root = resolvePath(this.#dir(ref), 'fs');
-    const hostPath = resolvePath(root, `.${normalize(path)}`);
-    const within = (candidate: string, base: string) =>
-      candidate === base || candidate.startsWith(base + sep);
-    if (!within(hostPath, root)) throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
-    // A symbolic link inside the sandbox (a command can make one) must not lead the files API out of it:
-    // the deepest part of the path that exists is resolved and must still be inside.
-    const realRoot = await realpath(root);
-    let existing = hostPath;
-    for (;;) {
-      const resolved = await realpath(existing).catch(() => undefined);
-      if (resolved !== undefined) {
-        if (!within(resolved, realRoot))
-          throw adapterErrors.invalidRequest(`path escapes the sandbox: ${path}`);
-        break;
-      }
-      if (existing === root) break;
-      existing = dirname(existing);
-    }
-    return hostPath;
+    return join(this.#dir(ref), 'fs');
   }
 
   async #setState(ref: string, from: Meta['state'], to: Meta['state']): Promise<void> {
@@ -391,6 +409,14 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     const parsed = metaSchema.safeParse(JSON.parse(text));
     if (!parsed.success) throw adapterErrors.unavailable(`devhost metadata of ${ref} is corrupt`);
     return parsed.data;
+  }
+}
+
+/** Hands every file and folder under `dir` (a restored copy) to the sandbox user; links are not followed. */
+async function chownTree(dir: string, owner: JailUser): Promise<void> {
+  await lchown(dir, owner.uid, owner.gid);
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    await lchown(join(entry.parentPath, entry.name), owner.uid, owner.gid);
   }
 }
 

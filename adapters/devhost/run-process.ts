@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import type { ExecEvent } from '../../lib/adapter/port.ts';
 
 export interface RunProcessOptions {
@@ -8,6 +9,10 @@ export interface RunProcessOptions {
   cwd: string;
   env: Record<string, string>;
   stdin?: string | undefined;
+  /** Written to the process's fd 3 and closed (bwrap's `--args 3`): what must not be in argv or env. */
+  fd3?: string | undefined;
+  /** The host user to run as (the control plane must be root to name another). */
+  user?: { uid: number; gid: number } | undefined;
   timeoutSeconds: number;
   signal?: AbortSignal | undefined;
   /** A returned promise pauses the process's output until it settles (backpressure). */
@@ -39,8 +44,14 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: options.fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'],
+      ...(options.user !== undefined && { uid: options.user.uid, gid: options.user.gid }),
     });
+    if (options.fd3 !== undefined) {
+      const fd3 = child.stdio[3] as Writable | null;
+      fd3?.on('error', () => undefined);
+      fd3?.end(options.fd3);
+    }
     let timedOut = false;
     const killGroup = () => {
       if (child.pid !== undefined) {

@@ -22,6 +22,7 @@ import {
   type FileInfo,
   type FileSystem,
   type Instance,
+  type ReadFileOptions,
   type Streamer,
 } from '../../lib/adapter/port.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
@@ -100,8 +101,8 @@ export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem {
     return this.#host.execStream(await this.#sandbox(), req, emit, opts);
   }
 
-  async readFile(_ref: string, path: string): Promise<Uint8Array> {
-    return this.#host.readFile(await this.#sandbox(), path);
+  async readFile(_ref: string, path: string, opts?: ReadFileOptions): Promise<Uint8Array> {
+    return this.#host.readFile(await this.#sandbox(), path, opts);
   }
 
   async writeFile(_ref: string, path: string, content: Uint8Array): Promise<void> {

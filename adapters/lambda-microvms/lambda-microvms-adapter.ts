@@ -45,6 +45,7 @@ import {
   type Instance,
   type InstanceState,
   type Pauser,
+  type ReadFileOptions,
   type Streamer,
   unboundedCapacity,
 } from '../../lib/adapter/port.ts';
@@ -356,7 +357,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
     return this.#onGuest(ref, opts, (guest) => guest.execStream(guestRef, req, emit, opts));
   }
 
-  async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
+  async readFile(ref: string, path: string, opts?: ReadFileOptions): Promise<Uint8Array> {
     return this.#onGuest(ref, opts, (guest) => guest.readFile(guestRef, path, opts));
   }
 

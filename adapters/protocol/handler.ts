@@ -253,7 +253,7 @@ export function createProtocolHandler(
       if (method === 'GET') {
         await requireFeature('files', isFileSystem(adapter), 'readFile');
         if (isFileSystem(adapter)) {
-          const bytes = await adapter.readFile(ref, path);
+          const bytes = await adapter.readFile(ref, path, { maxBytes: maxFileBytes });
           return {
             status: 200,
             headers: { ...baseHeaders, 'content-type': 'application/octet-stream' },

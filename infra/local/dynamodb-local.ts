@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 
 export interface DynamoDbLocal {
@@ -33,6 +34,9 @@ const watchdog =
 export const javaInstallHint =
   'DynamoDB Local needs Java 17 or later on PATH: on Debian or Ubuntu run `apt-get update && apt-get install -y openjdk-17-jre-headless`; elsewhere install any JDK 17+';
 
+/** A single-file Java program (run from source, Java 11+) that starts DynamoDB Local on 127.0.0.1 only. */
+const loopbackLauncher = fileURLToPath(new URL('./dynamodb-local-loopback.java', import.meta.url));
+
 /** AWS's DynamoDB Local ships inside the amplify-dynamodb-simulator npm package (a devDependency). */
 function emulatorDir(): string {
   const require = createRequire(import.meta.url);
@@ -52,7 +56,7 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Starts DynamoDB Local on a free loopback port, in memory or on disk (`dataDir`), with its telemetry
+ * Starts DynamoDB Local on a free port of 127.0.0.1 (and no other address), in memory or on disk (`dataDir`), with its telemetry
  * off, and waits until it answers. Fails fast, with the install hint, when Java is missing.
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
@@ -71,8 +75,10 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
       'sh',
       `-Djava.library.path=${join(dir, 'DynamoDBLocal_lib')}`,
       '-Xmx1g',
-      '-jar',
-      join(dir, 'DynamoDBLocal.jar'),
+      // Its own main listens on every interface; this launcher binds the same server to 127.0.0.1.
+      '-cp',
+      `${join(dir, 'DynamoDBLocal.jar')}:${join(dir, 'DynamoDBLocal_lib', '*')}`,
+      loopbackLauncher,
       ...(options.dataDir === undefined ? ['-inMemory'] : ['-dbPath', options.dataDir]),
       // One database whatever the caller's credentials and region: functions run by SAM sign with the
       // operator's own, the local runtime with fixed ones, and both must see the same table.

@@ -1,3 +1,4 @@
+import { Server as NetServer } from 'node:net';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
 import type { QueueName } from '../../lib/queue/port.ts';
@@ -25,11 +26,34 @@ export interface QueueContents {
 const region = 'us-east-1';
 
 /**
+ * fauxqs takes no credentials and listens on 0.0.0.0 whatever its options say (its `host` names the
+ * queue URLs only): anything that reaches the machine could read and plant messages. While it starts, a
+ * server asked to listen on every interface is bound to 127.0.0.1 instead.
+ */
+async function onLoopbackOnly<T>(start: () => Promise<T>): Promise<T> {
+  const listen = NetServer.prototype.listen;
+  NetServer.prototype.listen = function (this: NetServer, ...args: unknown[]) {
+    const [options] = args;
+    if (typeof options === 'object' && options !== null && 'host' in options) {
+      args[0] = { ...options, host: '127.0.0.1' };
+    }
+    return Reflect.apply(listen, this, args);
+  } as typeof listen;
+  try {
+    return await start();
+  } finally {
+    NetServer.prototype.listen = listen;
+  }
+}
+
+/**
  * An SQS-protocol server in this process (fauxqs), with the same queues, DLQs and redrive the CDK app
  * creates. Clients speak real SQS to it through the AWS SDK.
  */
 export async function startEmbeddedSqs(settings: Record<QueueName, QueueSettings>): Promise<EmbeddedSqs> {
-  const server = await startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region });
+  const server = await onLoopbackOnly(() =>
+    startFauxqs({ port: 0, host: '127.0.0.1', logger: false, defaultRegion: region }),
+  );
   const endpoint = server.address;
   const urls = {} as Record<QueueName, string>;
   const dlqUrls = {} as Record<QueueName, string>;

@@ -162,8 +162,16 @@ export type ExecEmit = (event: ExecEvent) => void | Promise<void>;
 export interface Streamer {
   execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number>;
 }
+export interface ReadFileOptions extends CallOptions {
+  /**
+   * The most bytes the caller will take (the API's 4 MiB). An adapter that can see a file's size first
+   * refuses a larger one with payload_too_large before reading it; the control plane checks again.
+   */
+  maxBytes?: number;
+}
+
 export interface FileSystem {
-  readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array>;
+  readFile(ref: string, path: string, opts?: ReadFileOptions): Promise<Uint8Array>;
   writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void>;
   listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]>;
 }
@@ -333,6 +341,12 @@ export function fileSystemError(error: unknown, path: string): Error {
   // EEXIST: mkdir met a file where a folder of the path should be.
   if (code === 'ENOTDIR' || code === 'EEXIST')
     return adapterErrors.invalidRequest(`a part of ${path} is a file, not a directory`, { path });
+  if (code === 'ENAMETOOLONG')
+    return adapterErrors.invalidRequest(`${path} has a name longer than the sandbox's file system allows`, {
+      path,
+    });
+  if (code === 'ELOOP')
+    return adapterErrors.invalidRequest(`${path} passes through too many symbolic links`, { path });
   if (code === 'EACCES' || code === 'EPERM')
     return adapterErrors.invalidRequest(`${path} cannot be accessed in the sandbox`, { path });
   return error instanceof Error ? error : new Error(String(error));

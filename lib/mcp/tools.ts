@@ -18,6 +18,7 @@ import {
   sandboxListQuerySchema,
 } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import type { UnreadBound } from './unread-bound.ts';
 
 /** What the tools act through: the same services, with the same caller, as the REST routes. */
 export interface McpToolDeps {
@@ -29,6 +30,8 @@ export interface McpToolDeps {
   execOutputMaxBytes: number;
   /** The HTTP request's end: a client that goes away cancels its running command, as over REST. */
   gone?: AbortSignal | undefined;
+  /** What the answer's client has not read yet: a streamed exec waits while it is over its bound. */
+  unread?: UnreadBound | undefined;
 }
 
 export const mcpServerInfo = { name: 'differently', version: '0.1.0' };
@@ -267,10 +270,16 @@ async function streamedExec(
     if ('stream' in line) {
       output[line.stream].add(line.data);
       progress += 1;
-      await extra.sendNotification({
-        method: 'notifications/progress',
+      const notification = {
+        method: 'notifications/progress' as const,
         params: { progressToken, progress, message: `${line.stream}: ${line.data}` },
-      });
+      };
+      await extra.sendNotification(notification);
+      // As the transport frames it: an SSE event around the JSON-RPC message.
+      deps.unread?.handed(
+        Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', ...notification })) + sseFraming,
+      );
+      await deps.unread?.room(cancelled);
     } else if ('exitCode' in line) exitCode = line.exitCode;
     else failure = line.error;
   });
@@ -287,6 +296,9 @@ async function streamedExec(
     timedOut: false,
   };
 }
+
+/** `event: message\ndata: ` and the blank line after: what the transport adds around each message. */
+const sseFraming = 24;
 
 /** Text kept up to a byte bound, cut on a character boundary. */
 class BoundedText {

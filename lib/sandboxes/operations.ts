@@ -145,6 +145,7 @@ export class SandboxOperations {
     if (!isFileSystem(adapter)) throw this.#unsupported(record, adapter, 'read file');
     const content = await adapter.readFile(record.backendRef ?? '', validPath(path), {
       signal: AbortSignal.timeout(30_000),
+      maxBytes: maxFileBytes,
     });
     if (content.length > maxFileBytes) {
       throw errors.payloadTooLarge(maxFileBytes);
@@ -429,5 +430,16 @@ export function validPath(path: string): string {
       },
     );
   }
+  // Linux's limit on one name (NAME_MAX): a longer one is the caller's mistake, on every backend.
+  const long = path.split('/').find((name) => Buffer.byteLength(name) > maxPathNameBytes);
+  if (long !== undefined) {
+    throw errors.invalidRequest(
+      `path has a name of ${Buffer.byteLength(long)} bytes; a name in a path has at most ${maxPathNameBytes}`,
+      { field: 'path' },
+    );
+  }
   return path;
 }
+
+/** The longest name one part of a sandbox path may have, in bytes. */
+export const maxPathNameBytes = 255;

@@ -46,7 +46,12 @@ export const envSchema = z
       .string()
       .max(recordLimits.maxEnvNameLength)
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'),
-    z.string().max(32 * 1024),
+    // NUL ends a C string: the value a command received would not be the one sent (and a jail's options
+    // travel NUL-separated).
+    z
+      .string()
+      .max(32 * 1024)
+      .refine((value) => !value.includes('\0'), 'environment variable values cannot contain NUL bytes'),
   )
   .superRefine((env, ctx) => {
     const entries = Object.entries(env);

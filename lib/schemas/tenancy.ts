@@ -1,8 +1,15 @@
 import * as z from 'zod';
 import { idPattern } from '../ids.ts';
+import { cpuStep } from './sandboxes.ts';
 
 const quotaFields = {
-  maxCPU: z.number().positive().max(1_000_000),
+  // In the sandboxes' own steps: every quota is then a sum of quarters, exact in floating point and in
+  // DynamoDB's numbers (which refuse magnitudes below 1e-130, so a tiny one was a 500, not a 400).
+  maxCPU: z
+    .number()
+    .min(cpuStep, { error: `maxCPU must be at least ${cpuStep}` })
+    .max(1_000_000)
+    .multipleOf(cpuStep, { error: `maxCPU comes in steps of ${cpuStep}` }),
   maxMemoryMiB: z.int().positive(),
   maxDiskGiB: z.int().positive(),
   maxSandboxes: z.int().positive(),

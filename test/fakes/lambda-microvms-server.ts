@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import {
   createServer,
   request as httpRequest,
@@ -160,6 +160,9 @@ export class LambdaMicrovmsFake {
 
   async start(): Promise<this> {
     this.#root = await mkdtemp(join(tmpdir(), 'differently-microvms-'));
+    // Each VM's disk is a folder here; a root guest agent's jails run as an unprivileged user, which must
+    // be able to walk through to it (a real VM's /var/lib is open the same way).
+    await chmod(this.#root, 0o711);
     process.once('exit', this.#killGroups);
     this.#http = await startFakeHttp(
       (req, url, body, res) => this.#handle(req, url, body, res),

@@ -2,6 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { devhostConfigSchema } from '../../adapters/devhost/config.ts';
 import { DevhostAdapter } from '../../adapters/devhost/devhost-adapter.ts';
 import { buildPool } from '../../adapters/registry.ts';
 import { type AdapterCallTracer, tracedAdapter } from '../../adapters/traced-adapter.ts';
@@ -31,7 +32,7 @@ describe('traced adapters', () => {
     const { calls, trace } = recordingTracer();
     // A real adapter with private fields: a proxy that passed itself as `this` would break it.
     const adapter = tracedAdapter(
-      new DevhostAdapter({ root, outputMaxBytes: 1024 * 1024, isolation: 'auto' }),
+      new DevhostAdapter(devhostConfigSchema.parse({ root })),
       'local',
       'devhost',
       trace,
@@ -61,7 +62,7 @@ describe('traced adapters', () => {
   it('leaves the optional capabilities as the adapter has them', async () => {
     const { trace } = recordingTracer();
     const adapter = tracedAdapter(
-      new DevhostAdapter({ root: tmpdir(), outputMaxBytes: 1024 * 1024, isolation: 'auto' }),
+      new DevhostAdapter(devhostConfigSchema.parse({ root: tmpdir() })),
       'local',
       'devhost',
       trace,

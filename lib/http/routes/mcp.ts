@@ -2,6 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import * as z from 'zod';
 import { errors } from '../../errors.ts';
 import { createMcpServer } from '../../mcp/tools.ts';
+import { maxUnreadMcpBytes, UnreadBound } from '../../mcp/unread-bound.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
@@ -30,6 +31,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
       },
       responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema },
       handle: async ({ principal, request }) => {
+        const unread = new UnreadBound(maxUnreadMcpBytes);
         const server = createMcpServer({
           sandboxes: deps.sandboxes,
           operations: deps.operations,
@@ -37,6 +39,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
           log: deps.log,
           execOutputMaxBytes: deps.config.api.execOutputMaxBytes,
           gone: request.signal,
+          unread,
         });
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
         await server.connect(transport);
@@ -69,7 +72,9 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
               const decoder = new TextDecoder();
               for await (const chunk of body) {
                 const text = decoder.decode(chunk, { stream: true });
-                if (text !== '') await write(text);
+                if (text === '') continue;
+                await write(text);
+                unread.taken(Buffer.byteLength(text));
               }
             } finally {
               await server.close();
