@@ -141,7 +141,7 @@ async function main(): Promise<void> {
       ...(config.pools.some((pool) => pool.adapter === 'devhost') && !bubblewrapAvailable()
         ? [
             '  WARNING:   bubblewrap (bwrap) is missing: devhost commands run as host processes that see this',
-            "             machine's files and processes (apt-get install bubblewrap)",
+            `             machine's files and processes${process.getuid?.() === 0 ? ', as root' : ''} (apt-get install bubblewrap)`,
           ]
         : []),
       '',

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { defaultDevhostRoot } from '../../adapters/devhost/config.ts';
 import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { requireValidPools } from '../../adapters/kinds.ts';
@@ -100,7 +100,7 @@ export function defaultLocalConfig(): Config {
   return parseConfig({
     devMode: true,
     pools: [
-      { name: 'local', adapter: 'devhost', config: { root: resolve('.differently', 'devhost') } },
+      { name: 'local', adapter: 'devhost', config: { root: defaultDevhostRoot() } },
       { name: 'fake', adapter: 'fake' },
     ],
     templates: [{ name: 'default', description: 'The pool default image or host environment' }],
