@@ -345,6 +345,9 @@ export function fileSystemError(error: unknown, path: string): Error {
     return adapterErrors.invalidRequest(`${path} has a name longer than the sandbox's file system allows`, {
       path,
     });
+  // A FIFO or device nobody serves (opened without blocking).
+  if (code === 'ENXIO' || code === 'ENODEV')
+    return adapterErrors.invalidRequest(`${path} is not a regular file`, { path });
   if (code === 'ELOOP')
     return adapterErrors.invalidRequest(`${path} passes through too many symbolic links`, { path });
   if (code === 'EACCES' || code === 'EPERM')

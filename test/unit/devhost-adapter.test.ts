@@ -200,8 +200,68 @@ describe('DevhostAdapter', () => {
       });
     });
 
-    it('says so in its trust report', () => {
+    it('says so in its trust report, with what it measured', () => {
       expect(adapter.info().isolation).toMatch(/^namespaces: bubblewrap/);
+      expect(adapter.info().isolation).toMatch(/measured at start: .*no capabilities yes/);
+      expect(adapter.info().isolationVerified).toBe(true);
+    });
+
+    it('never follows a link in the files API, wherever it is in the path, even one inside the sandbox', async () => {
+      await adapter.exec(ref, {
+        command: 'mkdir -p /work/real/sub && echo deep > /work/real/sub/f && ln -sfn /work/real /work/alias',
+      });
+      for (const path of ['/work/alias/sub/f', '/work/alias/sub/new']) {
+        await expect(adapter.readFile(ref, path)).rejects.toMatchObject({
+          code: 'invalid_request',
+          message: expect.stringContaining('passes through a symbolic link (alias)'),
+        });
+      }
+      await expect(adapter.writeFile(ref, '/work/alias/sub/new', new Uint8Array([1]))).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+      await expect(adapter.listFiles(ref, '/work/alias/sub')).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+      // The link itself is listed as it is, never followed (its size is the link's, not a file's).
+      const listed = await adapter.listFiles(ref, '/work');
+      expect(listed.find((entry) => entry.name === 'alias')).toMatchObject({
+        isDir: false,
+        size: '/work/real'.length,
+      });
+      expect(new TextDecoder().decode(await adapter.readFile(ref, '/work/real/sub/f'))).toBe('deep\n');
+    });
+
+    it("refuses a file over the caller's limit before reading it, and a FIFO without waiting on it", async () => {
+      await adapter.exec(ref, { command: 'truncate -s 64M /work/sparse && mkfifo /work/pipe' });
+      await expect(adapter.readFile(ref, '/work/sparse', { maxBytes: 1024 })).rejects.toMatchObject({
+        code: 'payload_too_large',
+      });
+      await expect(adapter.readFile(ref, '/work/pipe')).rejects.toMatchObject({
+        code: 'invalid_request',
+        message: '/work/pipe is not a regular file',
+      });
+      await expect(adapter.writeFile(ref, '/work/pipe', new Uint8Array([1]))).rejects.toMatchObject({
+        code: 'invalid_request',
+      });
+    });
+
+    it("gives what the files API writes to the jail's user, so commands can change it", async () => {
+      await adapter.writeFile(ref, '/work/made/by/api.txt', new TextEncoder().encode('api'));
+      const result = await adapter.exec(ref, {
+        command:
+          'echo more >> /work/made/by/api.txt && touch /work/made/by/second && stat -c %u /work/made/by/api.txt',
+      });
+      expect(result).toMatchObject({ exitCode: 0, stdout: '1000\n' });
+    });
+
+    it('keeps the tenant environment out of the launcher: bwrap runs with a fixed one', async () => {
+      const result = await adapter.exec(ref, {
+        args: ['env'],
+        env: { LD_PRELOAD: '/nonexistent.so', MARKER: 'inside' },
+      });
+      // The loader of the one command (inside) complains; bwrap itself never saw the variable.
+      expect(result.stdout).toContain('MARKER=inside');
+      expect(result.stderr.split('\n').filter((line) => line.includes('nonexistent.so'))).toHaveLength(1);
     });
   });
 
