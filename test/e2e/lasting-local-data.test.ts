@@ -32,7 +32,9 @@ async function start(args: string[]): Promise<{ child: ChildProcess; url: string
 
 /** The DynamoDB Local processes working on `dataDir`. */
 function javaOn(dataDir: string): string[] {
-  const found = spawnSync('pgrep', ['-f', `dynamodb-local-loopback.java -dbPath ${dataDir}`], { encoding: 'utf8' });
+  const found = spawnSync('pgrep', ['-f', `dynamodb-local-loopback.java -dbPath ${dataDir}`], {
+    encoding: 'utf8',
+  });
   return found.stdout.split('\n').filter((line) => line.trim() !== '');
 }
 
