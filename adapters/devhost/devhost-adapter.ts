@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
-import { cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as z from 'zod';
 import {
@@ -226,7 +226,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     // A sandbox's processes end with it.
     for (const command of runningCommands.get(ref) ?? []) command.abort();
     runningCommands.delete(ref);
-    await rm(this.#dir(ref), { recursive: true, force: true });
+    await removeTree(this.#dir(ref));
   }
 
   async exec(ref: string, request: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
@@ -409,6 +409,29 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     const parsed = metaSchema.safeParse(JSON.parse(text));
     if (!parsed.success) throw adapterErrors.unavailable(`devhost metadata of ${ref} is corrupt`);
     return parsed.data;
+  }
+}
+
+/**
+ * Removes a sandbox's folder whatever its commands did to it: a folder a tenant made unreadable
+ * (`chmod 000`) stops an unprivileged control plane's rm, so folders are opened up (links never followed)
+ * and the rm tried again.
+ */
+async function removeTree(dir: string): Promise<void> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw error;
+    await openUp(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function openUp(dir: string): Promise<void> {
+  await chmod(dir, 0o700);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) await openUp(join(dir, entry.name));
   }
 }
 

@@ -404,6 +404,31 @@ describe.runIf(isRoot && hasBwrap && hasCompiler).each(modes)(
       expect(expectError(quota, 400, 'invalid_request').error.message).toMatch(/maxCPU/);
     });
 
+    it('cannot keep its folder on the host after a delete by locking it', async () => {
+      const locked = z
+        .object({ id: z.string() })
+        .parse((await api.post('/v1/sandboxes', key, { placement: { allowedPools: ['local'] } })).body).id;
+      await waitFor(
+        async () =>
+          z.object({ status: z.string() }).parse((await api.get(`/v1/sandboxes/${locked}`, key)).body),
+        (sandbox) => sandbox.status === 'running',
+        'running',
+      );
+      const made = await exec(locked, {
+        command:
+          'mkdir -p /work/locked/deep && touch /work/locked/deep/f && chmod 000 /work/locked/deep /work/locked && echo locked',
+      });
+      expect(made.stdout).toContain('locked');
+      expect((await api.delete(`/v1/sandboxes/${locked}`, key)).status).toBe(202);
+      await waitFor(
+        async () =>
+          z.object({ status: z.string() }).parse((await api.get(`/v1/sandboxes/${locked}`, key)).body),
+        (sandbox) => sandbox.status === 'terminated' || sandbox.status === 'failed',
+        'terminated',
+      ).then((sandbox) => expect(sandbox.status).toBe('terminated'));
+      await expect(stat(join(devhostRoot, locked))).rejects.toMatchObject({ code: 'ENOENT' });
+    });
+
     it('reports in the trust report what the jail was measured to isolate', async () => {
       const report = z
         .object({
