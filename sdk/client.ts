@@ -21,7 +21,14 @@ import type {
   SandboxView,
   updatedSandboxSchema,
 } from '../lib/schemas/sandboxes.ts';
-import type { KeyView, OrgView, orgUsageSchema, ProjectView, Quota } from '../lib/schemas/tenancy.ts';
+import type {
+  CreatedKey,
+  KeyView,
+  OrgView,
+  orgUsageSchema,
+  ProjectView,
+  Quota,
+} from '../lib/schemas/tenancy.ts';
 import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
 
 /** The statuses a wait goes through (the server's own list). */
@@ -397,7 +404,7 @@ export class DifferentlyClient {
     createKey: (
       orgId: string,
       body: { name: string; projectId?: string; role?: 'admin' | 'member' },
-    ): Promise<KeyView & { key: string }> =>
+    ): Promise<CreatedKey> =>
       this.#json('POST', `/v1/admin/orgs/${encodeURIComponent(orgId)}/keys`, { body }),
     listKeys: (orgId: string, query: { cursor?: string; limit?: number } = {}): Promise<Page<KeyView>> =>
       this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/keys`, { query, retry: true }),
@@ -405,7 +412,7 @@ export class DifferentlyClient {
       this.#json('DELETE', `/v1/admin/keys/${encodeURIComponent(id)}`, { retry: true }),
     verifyAudit: (orgId?: string): Promise<AuditVerification> =>
       this.#json('GET', '/v1/admin/audit/verify', { query: { orgId }, retry: true }),
-    rotateKey: (id: string): Promise<KeyView & { key: string }> =>
+    rotateKey: (id: string): Promise<CreatedKey> =>
       this.#json('POST', `/v1/admin/keys/${encodeURIComponent(id)}/rotate`),
     createProject: (orgId: string, body: { name: string }): Promise<Project> =>
       this.#json('POST', `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects`, { body }),

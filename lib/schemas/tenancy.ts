@@ -108,4 +108,9 @@ export const keySchema = z.object({
 export type KeyView = z.infer<typeof keySchema>;
 
 /** The only response that ever carries a key's secret. */
-export const createdKeySchema = keySchema.extend({ key: z.string() });
+export const createdKeySchema = keySchema.extend({
+  key: z.string(),
+  /** The same key in E2B's shape (`e2b_` + hex), for E2B SDKs pointed at /e2b (docs/e2b.md). */
+  e2bApiKey: z.string(),
+});
+export type CreatedKey = z.infer<typeof createdKeySchema>;

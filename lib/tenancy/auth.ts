@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import { isId } from '../ids.ts';
 import type { ReadAlong, ReadAlongResult, Store } from '../store/port.ts';
@@ -34,6 +34,37 @@ function hashesEqual(hexA: string, hexB: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * A key in E2B's shape: `e2b_` and the hex of the key's bytes. E2B SDKs 2.27 to 2.45 (and the Python SDK
+ * by default) refuse any other shape before they send anything; this one is the same key, decoded on
+ * arrival wherever a key is accepted.
+ */
+export function e2bKeyForm(key: string): string {
+  return `e2b_${Buffer.from(key, 'utf8').toString('hex')}`;
+}
+
+/** The key an E2B-shaped one stands for; any other token as it is. */
+export function fromE2bKeyForm(token: string): string {
+  const hex = /^e2b_((?:[0-9a-f]{2})+)$/.exec(token)?.[1];
+  return hex === undefined ? token : Buffer.from(hex, 'hex').toString('utf8');
+}
+
+/**
+ * A sandbox's data-plane token (E2B's `envdAccessToken`): the key's id and an HMAC of the sandbox id keyed
+ * by the hash of the key's secret, so it is checked against the key record every request reads anyway,
+ * names one sandbox only, is never the API key, and ends with the key (revoked or rotated).
+ */
+export function sandboxToken(apiKey: string, sandboxId: string): string | undefined {
+  const key = fromE2bKeyForm(apiKey);
+  const dot = key.indexOf('.');
+  if (dot <= 0) return undefined;
+  return `${key.slice(0, dot)}.${sandboxTokenMac(sha256Hex(key.slice(dot + 1)), sandboxId)}`;
+}
+
+function sandboxTokenMac(secretHash: string, sandboxId: string): string {
+  return createHmac('sha256', secretHash).update(`envd/${sandboxId}`).digest('base64url');
+}
+
 export function bearerToken(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -52,6 +83,8 @@ export interface Authenticator {
     authorization: string | undefined,
     along?: WantedAlong,
   ): Promise<{ principal: Principal; along: ReadAlongResult }>;
+  /** The caller a sandbox token (`sandboxToken`) stands for, only for the sandbox it names. */
+  authenticateSandbox(token: string | undefined, sandboxId: string): Promise<OrgPrincipal>;
 }
 
 /** Keys whose org this container remembers; past it, the memory starts over (a miss costs a round trip). */
@@ -69,9 +102,31 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
   const orgOfKey = new Map<string, string>();
   const nothing: ReadAlongResult = {};
   return {
+    async authenticateSandbox(token, sandboxId) {
+      const dot = token?.indexOf('.') ?? -1;
+      const keyId = token === undefined || dot <= 0 ? '' : token.slice(0, dot);
+      if (token === undefined || !isId('key', keyId))
+        throw errors.unauthenticated('the access token is not valid');
+      const record = await store.getKey(keyId);
+      const mac = record === undefined ? '' : sandboxTokenMac(record.secretHash, sandboxId);
+      if (record === undefined || !secretsEqual(token.slice(dot + 1), mac)) {
+        throw errors.unauthenticated('the access token is not valid for this sandbox');
+      }
+      if (record.revokedAt !== null)
+        throw errors.unauthenticated('the API key behind this access token has been revoked');
+      if (record.role === 'admin') throw errors.unauthenticated('the access token is not valid');
+      return {
+        kind: 'org',
+        orgId: record.orgId,
+        keyId: record.id,
+        role: record.role,
+        projectId: record.projectId,
+      };
+    },
     async authenticate(authorization, along) {
-      const token = bearerToken(authorization);
-      if (token === undefined) throw errors.unauthenticated();
+      const presented = bearerToken(authorization);
+      if (presented === undefined) throw errors.unauthenticated();
+      const token = fromE2bKeyForm(presented);
       if (adminKey !== undefined && adminKey !== '' && secretsEqual(token, adminKey))
         return { principal: { kind: 'admin', keyId: 'admin' }, along: nothing };
       const dot = token.indexOf('.');

@@ -10,7 +10,7 @@ import type {
 import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../schemas/tenancy.ts';
 import type { Page, PageRequest, Store } from '../store/port.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
-import { mintKeySecret } from './auth.ts';
+import { e2bKeyForm, mintKeySecret } from './auth.ts';
 import { round, usageLimits } from './quota.ts';
 
 export function orgView(org: OrgRecord): OrgView {
@@ -70,7 +70,7 @@ export class Tenancy {
     orgId: string,
     input: z.infer<typeof createKeySchema>,
     actor = 'admin',
-  ): Promise<KeyView & { key: string }> {
+  ): Promise<KeyView & { key: string; e2bApiKey: string }> {
     await this.getOrg(orgId);
     if (input.projectId !== undefined) await this.getProject(orgId, input.projectId);
     const id = newId('key');
@@ -91,7 +91,7 @@ export class Tenancy {
       target: id,
       details: { name: record.name, role: record.role, projectId: record.projectId },
     });
-    return { ...keyView(record), key };
+    return { ...keyView(record), key, e2bApiKey: e2bKeyForm(key) };
   }
 
   async listKeys(orgId: string, page: PageRequest): Promise<Page<KeyView>> {
@@ -116,7 +116,7 @@ export class Tenancy {
    * A successor with the same name, role and project, and the old key revoked, in one conditional write:
    * concurrent rotations leave exactly one successor, and a key revoked meanwhile gets none.
    */
-  async rotateKey(id: string, actor = 'admin'): Promise<KeyView & { key: string }> {
+  async rotateKey(id: string, actor = 'admin'): Promise<KeyView & { key: string; e2bApiKey: string }> {
     const old = await this.#store.getKey(id);
     if (old === undefined) throw errors.notFound('key', id);
     if (old.revokedAt !== null) throw errors.invalidState(`key ${id} is revoked; create a new key instead`);
@@ -130,7 +130,7 @@ export class Tenancy {
       target: id,
       details: { replacedBy: successorId, name: old.name, role: old.role, projectId: old.projectId },
     });
-    return { ...keyView(successor), key };
+    return { ...keyView(successor), key, e2bApiKey: e2bKeyForm(key) };
   }
 
   async createProject(

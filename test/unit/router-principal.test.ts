@@ -48,6 +48,9 @@ describe('the caller a route handler sees', () => {
               return { principal: { kind: 'admin', keyId: 'admin' }, along: {} };
             throw new Error('unexpected authentication');
           },
+          authenticateSandbox: async () => {
+            throw new Error('unexpected authentication');
+          },
         },
         log: silentLog,
       },

@@ -199,6 +199,7 @@ class NewKey(TypedDict):
     createdAt: str
     revokedAt: str | None
     key: str
+    e2bApiKey: str
 
 
 class KeyPage(TypedDict):
