@@ -51,11 +51,14 @@ export function createApiHandler(plane: ControlPlane) {
   return async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
     const response = await plane.handleHttp(requestFromEvent(event));
     if (response.stream === undefined) return resultFromResponse(response);
-    const chunks: string[] = [];
+    const chunks: Buffer[] = [];
+    let binary = false;
     await response.stream((chunk) => {
-      chunks.push(chunk);
+      binary ||= Buffer.isBuffer(chunk);
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk, 'utf8'));
     });
-    return resultFromResponse({ ...response, body: chunks.join('') });
+    const body = Buffer.concat(chunks);
+    return resultFromResponse({ ...response, body: binary ? body : body.toString('utf8') });
   };
 }
 

@@ -130,6 +130,13 @@ export const configSchema = z
         },
       )
       .default('POOL_CREDENTIAL_'),
+    /**
+     * The E2B-compatible API (docs/e2b.md): E2B's create names no pool, so its sandboxes are placed among
+     * these pools (all permitted pools when unset), under the same policy as any create.
+     */
+    e2b: z
+      .strictObject({ allowedPools: z.array(z.string().min(1).max(63)).min(1).max(32).optional() })
+      .default({}),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: placementPolicySchema.default({ allowExternal: false, externalPools: [] }),
     scheduler: z
@@ -186,8 +193,22 @@ export const configSchema = z
           .min(0)
           .max(awsLimits.apiIntegrationTimeoutSeconds - 9)
           .default(10),
+        /**
+         * How long an E2B create (lib/e2b) holds its request for the sandbox to run before it removes
+         * it and answers 429 with Retry-After (docs/e2b.md). Inside API Gateway's 29 s.
+         */
+        e2bCreateWaitSeconds: z
+          .number()
+          .min(1)
+          .max(awsLimits.apiIntegrationTimeoutSeconds - 4)
+          .default(20),
       })
-      .default({ syncExecMaxSeconds: 25, execOutputMaxBytes: 1024 * 1024, operationWaitSeconds: 10 }),
+      .default({
+        syncExecMaxSeconds: 25,
+        execOutputMaxBytes: 1024 * 1024,
+        operationWaitSeconds: 10,
+        e2bCreateWaitSeconds: 20,
+      }),
   })
   .superRefine((config, ctx) => {
     for (const [name, profile] of Object.entries(config.profiles)) {

@@ -1,4 +1,5 @@
 import type { Config } from './config.ts';
+import { createE2bFacade, e2bPrefix } from './e2b/facade.ts';
 import { createRouter } from './http/router.ts';
 import { apiRoutes } from './http/routes/index.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
@@ -62,10 +63,25 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     },
     apiVersion,
   );
-  const handleHttp = createRouter(routes, {
-    authenticator: createAuthenticator(deps.store, deps.adminKey),
+  const authenticator = createAuthenticator(deps.store, deps.adminKey);
+  const handleApi = createRouter(routes, {
+    authenticator,
     log: deps.log,
     validateResponses: deps.validateResponses ?? false,
   });
+  // The E2B-compatible API lives beside the router, under its own prefix, with E2B's own error bodies.
+  const handleE2b = createE2bFacade({
+    sandboxes,
+    operations,
+    authenticator,
+    templates: deps.config.templates.map((template) => template.name),
+    createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,
+    allowedPools: deps.config.e2b.allowedPools,
+    log: deps.log,
+  });
+  const handleHttp = (request: HttpRequest) =>
+    request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
+      ? handleE2b(request)
+      : handleApi(request);
   return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, handleHttp };
 }

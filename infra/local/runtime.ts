@@ -24,6 +24,7 @@ import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import type { AuditEvent } from '../../lib/audit/chain.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
+import { isE2bStreamPath } from '../../lib/e2b/facade.ts';
 import { type EventPublisher, type LifecycleEvent, publishLifecycleEvents } from '../../lib/events/port.ts';
 import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
@@ -104,6 +105,8 @@ export function defaultLocalConfig(): Config {
       { name: 'fake', adapter: 'fake' },
     ],
     templates: [{ name: 'default', description: 'The pool default image or host environment' }],
+    // E2B's SDK names no pool: its sandboxes run real commands on devhost, never on the simulated fake.
+    e2b: { allowedPools: ['local'] },
   });
 }
 
@@ -178,7 +181,11 @@ export interface LocalRuntime {
  */
 function isStreamRoute(event: APIGatewayProxyEvent): boolean {
   if (event.httpMethod !== 'POST') return false;
-  return /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path) || event.path === '/v1/mcp';
+  return (
+    /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path) ||
+    event.path === '/v1/mcp' ||
+    isE2bStreamPath(event.httpMethod, event.path)
+  );
 }
 
 /**

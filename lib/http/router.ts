@@ -139,7 +139,8 @@ function checkResponse(definition: RouteDefinition, status: number, body: unknow
   }
 }
 
-function parseJsonBody(request: HttpRequest): unknown {
+/** A request's JSON body ({} when empty), refused above maxJsonBodyBytes or when it is not JSON. */
+export function parseJsonBody(request: HttpRequest): unknown {
   const body = request.body;
   if (body === undefined || body.length === 0) return {};
   if (body.length > maxJsonBodyBytes) throw errors.payloadTooLarge(maxJsonBodyBytes);

@@ -26,8 +26,11 @@ export interface HttpResponse {
   stream?: (write: StreamWrite) => Promise<void>;
 }
 
-/** Writes a chunk of a streamed body; a returned promise means "wait: the client has not read enough". */
-export type StreamWrite = (chunk: string) => void | Promise<void>;
+/**
+ * Writes a chunk of a streamed body (text, or bytes for binary framing such as Connect's envelopes); a
+ * returned promise means "wait: the client has not read enough".
+ */
+export type StreamWrite = (chunk: string | Buffer) => void | Promise<void>;
 
 export type AuthRequirement = 'none' | 'admin' | 'org';
 

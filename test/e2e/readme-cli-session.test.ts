@@ -91,4 +91,21 @@ describe("the README's CLI session", () => {
     expect(stdout).toMatch(/^hi/m);
     expect(stdout).toContain('"terminating"');
   }, 120_000);
+
+  it('the E2B session pastes as is too, after the CLI session made an org', async () => {
+    const org = await fetch(`${runtime.url}/v1/admin/orgs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${runtime.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'e2b-readme' }),
+    });
+    const { id } = (await org.json()) as { id: string };
+    const script = `set -euo pipefail\n${session('## E2B SDKs: two variables').replaceAll('http://127.0.0.1:8080', runtime.url)}`;
+    const { code, stdout, stderr } = await paste(script, {
+      DIFFERENTLY_ENDPOINT: runtime.url,
+      DIFFERENTLY_API_KEY: runtime.adminKey,
+      ORG: id,
+    });
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toBe('hi from e2b\n');
+  }, 120_000);
 });

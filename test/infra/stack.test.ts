@@ -211,7 +211,7 @@ describe('the CDK app', () => {
     });
   });
 
-  it('streams exactly the exec route and the MCP endpoint (POST), as the local runtime routes them', () => {
+  it("streams exactly the exec route, the MCP endpoint and the E2B facade's process.Start (POST), as the local runtime routes them", () => {
     const streamed = Object.values(resources).filter(
       (r) =>
         r.Type === 'AWS::ApiGateway::Method' &&
@@ -226,7 +226,7 @@ describe('the CDK app', () => {
     };
     expect(
       streamed.map((m) => `${String(m.Properties.HttpMethod)} ${pathOf(m.Properties.ResourceId)}`).sort(),
-    ).toEqual(['POST /v1/mcp', 'POST /v1/sandboxes/{id}/exec']);
+    ).toEqual(['POST /e2b/process.Process/Start', 'POST /v1/mcp', 'POST /v1/sandboxes/{id}/exec']);
   });
 
   it('reserves no concurrency (the reconciler’s lease keeps it single), unless the operator asks for it', () => {
@@ -261,7 +261,7 @@ describe('the CDK app', () => {
   it('serves a Regional REST API with throttling, access logs and binary media types', () => {
     template.hasResourceProperties('AWS::ApiGateway::RestApi', {
       EndpointConfiguration: { Types: ['REGIONAL'] },
-      BinaryMediaTypes: ['application/octet-stream'],
+      BinaryMediaTypes: ['application/octet-stream', 'multipart/form-data', 'application/connect+json'],
     });
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),

@@ -22,7 +22,7 @@ import {
 export interface PublicApiProps {
   readonly handler: IFunction;
   /**
-   * Serves POST /v1/sandboxes/{id}/exec and POST /v1/mcp in response-streaming mode (Lambda response
+   * Serves POST /v1/sandboxes/{id}/exec, POST /v1/mcp and the E2B facade's POST /e2b/process.Process/Start in response-streaming mode (Lambda response
    * streaming), so `?stream=1` and MCP progress reach clients as produced, for up to 15 minutes.
    */
   readonly streamHandler: IFunction;
@@ -52,7 +52,8 @@ export class PublicApi extends Construct {
     this.api = new RestApi(this, 'Api', {
       description: 'Differently sandbox control plane',
       endpointConfiguration: { types: [EndpointType.REGIONAL] },
-      binaryMediaTypes: ['application/octet-stream'],
+      // File bytes, and the E2B facade's multipart uploads and Connect envelopes (binary framing).
+      binaryMediaTypes: ['application/octet-stream', 'multipart/form-data', 'application/connect+json'],
       cloudWatchRole: false,
       deployOptions: {
         stageName: 'live',
@@ -98,5 +99,11 @@ export class PublicApi extends Construct {
     const v1 = this.api.root.addResource('v1');
     v1.addResource('sandboxes').addResource('{id}').addResource('exec').addMethod('POST', streamed);
     v1.addResource('mcp').addMethod('POST', streamed);
+    // The E2B facade's streamed command (lib/e2b/facade.ts isE2bStreamPath); the rest of /e2b is buffered.
+    this.api.root
+      .addResource('e2b')
+      .addResource('process.Process')
+      .addResource('Start')
+      .addMethod('POST', streamed);
   }
 }

@@ -1,0 +1,261 @@
+import type * as z from 'zod';
+import { errors, toErrorResponse } from '../errors.ts';
+import type { SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxService } from '../sandboxes/service.ts';
+import { isTerminal } from '../sandboxes/state.ts';
+import { labelsSchema } from '../schemas/common.ts';
+import type { SandboxView } from '../schemas/sandboxes.ts';
+import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
+import {
+  connectSandboxSchema,
+  listQuerySchema,
+  newSandboxSchema,
+  refusedCreateOptions,
+  setTimeoutSchema,
+} from './schemas.ts';
+
+/**
+ * E2B's control API (create, list, get, timeout, kill, pause, connect) over Differently's own services:
+ * the same admission, quotas, placement, project scoping and audit as REST; nothing of its own is stored.
+ */
+export interface E2bControlDeps {
+  sandboxes: SandboxService;
+  operations: SandboxOperations;
+  /** The installation's template names (config `templates`); E2B's `base` is the default. */
+  templates: readonly string[];
+  /** How long a create waits for its sandbox to run (config api.e2bCreateWaitSeconds). */
+  createWaitMs: number;
+  /** The pools E2B creates are placed among (config e2b.allowedPools); undefined: every permitted pool. */
+  allowedPools: readonly string[] | undefined;
+}
+
+/** The envd version the facade claims: the SDK turns features on and off by it (docs/e2b.md). */
+export const envdVersion = '0.6.1';
+/** E2B's default sandbox lifetime when a create names none. */
+const defaultTimeoutSeconds = 300;
+/** Differently's shortest TTL: a shorter E2B timeout is raised to it (docs/e2b.md). */
+const minTtlSeconds = 60;
+
+export interface E2bAnswer {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** E2B's error body: the HTTP status repeated as a number, which the SDK reads (kill's false, pause's false). */
+export function e2bError(status: number, message: string, headers: Record<string, string> = {}): E2bAnswer {
+  return { status, body: { code: status, message }, headers };
+}
+
+export function parseBody<T extends z.ZodType>(schema: T, value: unknown, what: string): z.infer<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw errors.invalidRequest(
+      `invalid ${what}: ${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Differently's statuses as E2B's two: a sandbox E2B would call gone (or not yet made) is none of them. */
+function e2bState(sandbox: SandboxView): 'running' | 'paused' | undefined {
+  if (['running', 'starting', 'resuming', 'pausing', 'stopping'].includes(sandbox.status)) return 'running';
+  if (sandbox.status === 'paused' || sandbox.status === 'stopped') return 'paused';
+  return undefined;
+}
+
+function tenantLabels(labels: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(labels).filter(([key]) => !key.startsWith('differently.dev/')));
+}
+
+export class E2bControlApi {
+  readonly #deps: E2bControlDeps;
+
+  constructor(deps: E2bControlDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * A create: admitted like any other, then held until the sandbox runs (the SDK calls envd at once and
+   * sends no idempotency key). Still waiting at the bound, it is deleted and the answer is 429 with
+   * Retry-After, which the SDK retries: no retry ever leaves a second sandbox behind.
+   */
+  async create(principal: OrgPrincipal, apiKey: string, body: unknown): Promise<E2bAnswer> {
+    const raw = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const refused = refusedCreateOptions(raw);
+    if (refused.length > 0) {
+      return e2bError(400, `Differently does not offer these create options: ${refused.join(', ')}`);
+    }
+    const request = parseBody(newSandboxSchema, raw, 'create body');
+    if (request.templateID !== 'base' && !this.#deps.templates.includes(request.templateID)) {
+      return e2bError(
+        400,
+        `template ${request.templateID} is not one of this installation's: base${this.#deps.templates.map((name) => `, ${name}`).join('')}`,
+      );
+    }
+    const labels = labelsSchema.safeParse(request.metadata ?? {});
+    if (!labels.success) {
+      return e2bError(
+        400,
+        `metadata is not valid as labels: ${labels.error.issues[0]?.message ?? 'invalid'}`,
+      );
+    }
+    const { sandbox } = await this.#deps.sandboxes.create(principal, {
+      ...(request.templateID !== 'base' && { template: request.templateID }),
+      labels: labels.data,
+      ...(request.envVars !== undefined && { env: request.envVars }),
+      ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds),
+      ...(this.#deps.allowedPools !== undefined && {
+        placement: { allowedPools: [...this.#deps.allowedPools] },
+      }),
+    });
+    const settled = await this.#untilRunning(principal, sandbox.id, this.#deps.createWaitMs);
+    if (settled.status === 'running') return { status: 201, body: this.#sandboxAnswer(settled, apiKey) };
+    if (settled.status === 'failed') {
+      return e2bError(500, `the sandbox could not be made: ${settled.statusMessage ?? 'it failed'}`);
+    }
+    // Not running within the request's limit: nothing may be left behind for the SDK's retry to double.
+    await this.#deps.sandboxes.delete(principal, sandbox.id).catch(() => undefined);
+    return e2bError(
+      429,
+      `the sandbox did not start within ${this.#deps.createWaitMs / 1000} s (${settled.statusMessage ?? settled.status}); it was removed, try again`,
+      { 'retry-after': '2' },
+    );
+  }
+
+  async list(principal: OrgPrincipal, query: Record<string, string>): Promise<E2bAnswer> {
+    const { state, metadata, limit, nextToken } = parseBody(listQuerySchema, query, 'query');
+    const states = new Set((state ?? 'running,paused').split(',').filter((s) => s !== ''));
+    const labels = metadata === undefined ? undefined : Object.fromEntries(new URLSearchParams(metadata));
+    const page = await this.#deps.sandboxes.list(
+      principal,
+      { ...(labels !== undefined && { labels }) },
+      { cursor: nextToken, limit: limit ?? 100 },
+    );
+    const items = page.items.flatMap((sandbox) => {
+      const e2b = e2bState(sandbox);
+      return e2b !== undefined && states.has(e2b) ? [this.#detail(sandbox, e2b)] : [];
+    });
+    return {
+      status: 200,
+      body: items,
+      headers:
+        page.nextCursor === null || page.nextCursor === undefined ? {} : { 'x-next-token': page.nextCursor },
+    };
+  }
+
+  async get(principal: OrgPrincipal, id: string, apiKey: string): Promise<E2bAnswer> {
+    const sandbox = await this.#visible(principal, id);
+    return {
+      status: 200,
+      body: {
+        ...this.#detail(sandbox, e2bState(sandbox) ?? 'running'),
+        envdAccessToken: sandboxToken(apiKey, id),
+      },
+    };
+  }
+
+  async setTimeout(principal: OrgPrincipal, id: string, body: unknown): Promise<E2bAnswer> {
+    const { timeout } = parseBody(setTimeoutSchema, body, 'timeout body');
+    await this.#visible(principal, id);
+    await this.#deps.sandboxes.update(principal, id, { ttlSeconds: Math.max(minTtlSeconds, timeout) });
+    return { status: 204 };
+  }
+
+  async kill(principal: OrgPrincipal, id: string): Promise<E2bAnswer> {
+    await this.#visible(principal, id);
+    await this.#deps.sandboxes.delete(principal, id);
+    return { status: 204 };
+  }
+
+  /** A paused sandbox answers 409, which the SDK reads as "already paused" (false). */
+  async pause(principal: OrgPrincipal, id: string): Promise<E2bAnswer> {
+    const sandbox = await this.#visible(principal, id);
+    if (sandbox.status === 'paused' || sandbox.status === 'pausing') {
+      return e2bError(409, `sandbox ${id} is already paused`);
+    }
+    await this.#deps.operations.lifecycle(principal, id, 'pause');
+    return { status: 204 };
+  }
+
+  /** Connect is E2B's resume: a running sandbox answers 200, one brought back from paused or stopped 201. */
+  async connect(principal: OrgPrincipal, id: string, apiKey: string, body: unknown): Promise<E2bAnswer> {
+    const { timeout } = parseBody(connectSandboxSchema, body ?? {}, 'connect body');
+    let sandbox = await this.#visible(principal, id);
+    let status = 200;
+    if (sandbox.status === 'paused' || sandbox.status === 'stopped') {
+      await this.#deps.operations.lifecycle(principal, id, sandbox.status === 'paused' ? 'resume' : 'start');
+      sandbox = await this.#untilRunning(principal, id, this.#deps.createWaitMs);
+      if (sandbox.status !== 'running') {
+        return e2bError(503, `sandbox ${id} is still ${sandbox.status}: connect again`, {
+          'retry-after': '2',
+        });
+      }
+      status = 201;
+    }
+    if (timeout !== undefined) {
+      await this.#deps.sandboxes.update(principal, id, { ttlSeconds: Math.max(minTtlSeconds, timeout) });
+    }
+    return { status, body: this.#sandboxAnswer(sandbox, apiKey) };
+  }
+
+  /** A sandbox E2B would know: another org's, a deleted or a failed one is not found (code 404). */
+  async #visible(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    const sandbox = await this.#deps.sandboxes.get(principal, id);
+    if (isTerminal(sandbox.status) || sandbox.status === 'terminating') throw errors.notFound('sandbox', id);
+    return sandbox;
+  }
+
+  async #untilRunning(principal: OrgPrincipal, id: string, waitMs: number): Promise<SandboxView> {
+    const deadline = Date.now() + waitMs;
+    let delay = 50;
+    for (;;) {
+      const sandbox = await this.#deps.sandboxes.get(principal, id);
+      const settled =
+        sandbox.status === 'running' || sandbox.status === 'failed' || isTerminal(sandbox.status);
+      if (settled || Date.now() + delay > deadline) return sandbox;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  #sandboxAnswer(sandbox: SandboxView, apiKey: string) {
+    return {
+      sandboxID: sandbox.id,
+      templateID: sandbox.template ?? 'base',
+      clientID: 'differently',
+      envdVersion,
+      envdAccessToken: sandboxToken(apiKey, sandbox.id),
+      domain: null,
+    };
+  }
+
+  #detail(sandbox: SandboxView, state: 'running' | 'paused') {
+    return {
+      sandboxID: sandbox.id,
+      templateID: sandbox.template ?? 'base',
+      clientID: 'differently',
+      startedAt: sandbox.createdAt,
+      endAt:
+        sandbox.expiresAt ??
+        new Date(Date.parse(sandbox.createdAt) + sandbox.ttlSeconds * 1000).toISOString(),
+      state,
+      cpuCount: Math.max(1, Math.ceil(sandbox.resources.cpu)),
+      memoryMB: sandbox.resources.memoryMiB,
+      diskSizeMB: sandbox.resources.diskGiB * 1024,
+      envdVersion,
+      metadata: tenantLabels(sandbox.labels),
+      domain: null,
+    };
+  }
+}
+
+/** Differently's error as E2B's body, with the status of its code (internal errors masked, as everywhere). */
+export function e2bErrorOf(error: unknown): { answer: E2bAnswer; masked: boolean } {
+  const { status, body, masked } = toErrorResponse(error);
+  // Only what may pass if tried again carries Retry-After (the SDK retries exactly those).
+  const retry: Record<string, string> =
+    status === 429 && body.error.code !== 'quota_exceeded' ? { 'retry-after': '2' } : {};
+  return { answer: e2bError(status, body.error.message, retry), masked };
+}

@@ -1,0 +1,347 @@
+import { posix } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import type { FileInfo } from '../adapter/port.ts';
+import { errors, toErrorResponse } from '../errors.ts';
+import type { StreamWrite } from '../http/types.ts';
+import type { Log } from '../log.ts';
+import { maxStreamSeconds as maxExecStreamSeconds } from '../sandboxes/exec-stream.ts';
+import { maxFileBytes, type SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxService } from '../sandboxes/service.ts';
+import { envSchema } from '../schemas/common.ts';
+import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { type ConnectCode, ConnectError, endStream, envelope, firstEnvelope } from './connect-protocol.ts';
+import { type E2bAnswer, e2bError, parseBody } from './control-api.ts';
+import { listDirSchema, moveSchema, pathRequestSchema, processStartSchema } from './schemas.ts';
+
+/**
+ * envd, E2B's in-sandbox daemon, served from the control plane: each call is the caller's own REST
+ * operation on the sandbox (exec, files), so it works on every pool and obeys the same limits.
+ */
+export interface E2bEnvdDeps {
+  sandboxes: SandboxService;
+  operations: SandboxOperations;
+  log: Log;
+}
+
+/** The home E2B's envd resolves relative paths against, and where commands run without a cwd. */
+export const e2bHome = '/home/user';
+/** Sent while a command is silent: the SDK asks for a keep-alive every 50 s (Keepalive-Ping-Interval). */
+const keepAliveMs = 50_000;
+
+/** Differently's error codes as Connect's. */
+const connectCodeOf: Record<string, ConnectCode> = {
+  not_found: 'not_found',
+  invalid_request: 'invalid_argument',
+  payload_too_large: 'invalid_argument',
+  unauthenticated: 'unauthenticated',
+  forbidden: 'permission_denied',
+  invalid_state: 'failed_precondition',
+  unsupported_capability: 'failed_precondition',
+  conflict: 'already_exists',
+  quota_exceeded: 'resource_exhausted',
+  unsupported_operation: 'unimplemented',
+  method_not_allowed: 'unimplemented',
+  provider_unavailable: 'unavailable',
+  gateway_timeout: 'deadline_exceeded',
+};
+
+/** Any thrown error as Connect's code and message (internal errors masked, as everywhere). */
+export function connectErrorOf(error: unknown): { code: ConnectCode; message: string; masked: boolean } {
+  if (error instanceof ConnectError) return { code: error.code, message: error.message, masked: false };
+  const { body, masked } = toErrorResponse(error);
+  return { code: connectCodeOf[body.error.code] ?? 'internal', message: body.error.message, masked };
+}
+
+/** An envd path: absolute as given, relative to the home otherwise. */
+export function envdPath(path: string): string {
+  return posix.resolve(e2bHome, path);
+}
+
+export class E2bEnvd {
+  readonly #deps: E2bEnvdDeps;
+
+  constructor(deps: E2bEnvdDeps) {
+    this.#deps = deps;
+  }
+
+  /** 204 while the sandbox runs, 502 otherwise: what the SDK's isRunning() reads. */
+  async health(principal: OrgPrincipal, id: string): Promise<E2bAnswer> {
+    const sandbox = await this.#deps.sandboxes.get(principal, id);
+    return sandbox.status === 'running'
+      ? { status: 204 }
+      : e2bError(502, `sandbox ${id} is ${sandbox.status}`);
+  }
+
+  /**
+   * process.Process/Start: a command streamed as Connect events (start, data as base64, end), through the
+   * streamed exec every pool has. Checks happen before the first event, so a refusal is the stream's only
+   * message. A terminal (pty) and streamed stdin are not offered, and are refused rather than ignored.
+   */
+  async processStart(
+    principal: OrgPrincipal,
+    id: string,
+    body: Buffer,
+    deadlineMs: number | undefined,
+    cancelled: AbortSignal | undefined,
+  ): Promise<(write: StreamWrite) => Promise<void>> {
+    let prepared: Awaited<ReturnType<SandboxService['execStream']>> | undefined;
+    let refusal: { code: ConnectCode; message: string } | undefined;
+    try {
+      const request = parseConnect(processStartSchema, firstEnvelope(body), 'process.Start');
+      if (request.pty !== undefined && request.pty !== null) {
+        throw new ConnectError('unimplemented', 'a terminal (pty) is not offered by Differently');
+      }
+      if (request.stdin === true) {
+        throw new ConnectError(
+          'unimplemented',
+          "a command's stdin stream is not offered by Differently: pass input in the command",
+        );
+      }
+      const env = envSchema.safeParse(request.process.envs);
+      if (!env.success)
+        throw new ConnectError('invalid_argument', `envs: ${env.error.issues[0]?.message ?? 'invalid'}`);
+      const timeoutSeconds = Math.min(
+        maxExecStreamSeconds,
+        deadlineMs === undefined ? maxExecStreamSeconds : Math.max(1, Math.ceil(deadlineMs / 1000)),
+      );
+      prepared = await this.#deps.sandboxes.execStream(
+        principal,
+        id,
+        {
+          args: [request.process.cmd, ...request.process.args],
+          env: env.data,
+          cwd: envdPath(request.process.cwd ?? e2bHome),
+          timeoutSeconds,
+        },
+        cancelled,
+      );
+    } catch (error) {
+      const { code, message, masked } = connectErrorOf(error);
+      if (masked) this.#deps.log.error('E2B process.Start failed', { sandboxId: id, error: String(error) });
+      refusal = { code, message };
+    }
+    const produce = prepared;
+    return async (write) => {
+      if (produce === undefined) {
+        await write(endStream(refusal));
+        return;
+      }
+      let last = Date.now();
+      const send = async (message: unknown) => {
+        last = Date.now();
+        await write(envelope(message));
+      };
+      const keepAlive = setInterval(() => {
+        if (Date.now() - last >= keepAliveMs) void send({ event: { keepalive: {} } });
+      }, keepAliveMs / 5);
+      try {
+        // The pid is a stand-in: commands are not addressable after they start (docs/e2b.md).
+        await send({ event: { start: { pid: 1 } } });
+        let ended: Buffer | undefined;
+        await produce(async (line) => {
+          if ('stream' in line) {
+            await send({
+              event: { data: { [line.stream]: Buffer.from(line.data, 'utf8').toString('base64') } },
+            });
+          } else if ('exitCode' in line) {
+            await send({
+              event: {
+                end: { exitCode: line.exitCode, exited: true, status: `exit status ${line.exitCode}` },
+              },
+            });
+            ended = endStream();
+          } else {
+            ended = endStream({
+              code: connectCodeOf[line.error.code] ?? 'internal',
+              message: line.error.message,
+            });
+          }
+        });
+        await write(
+          ended ?? endStream({ code: 'internal', message: 'the command ended without an exit code' }),
+        );
+      } finally {
+        clearInterval(keepAlive);
+      }
+    };
+  }
+
+  /** The unary filesystem calls; the process calls Differently does not offer answer `unimplemented`. */
+  async unary(principal: OrgPrincipal, id: string, method: string, input: unknown): Promise<unknown> {
+    switch (method) {
+      case 'filesystem.Filesystem/ListDir': {
+        const { path, depth } = parseConnect(listDirSchema, input, 'ListDir');
+        return { entries: await this.#list(principal, id, envdPath(path), Math.max(1, depth ?? 1)) };
+      }
+      case 'filesystem.Filesystem/Stat': {
+        const { path } = parseConnect(pathRequestSchema, input, 'Stat');
+        return { entry: await this.#stat(principal, id, envdPath(path)) };
+      }
+      case 'filesystem.Filesystem/MakeDir': {
+        const path = envdPath(parseConnect(pathRequestSchema, input, 'MakeDir').path);
+        await this.#script(principal, id, 'if [ -e "$1" ]; then exit 17; fi; mkdir -p -- "$1"', [path], {
+          17: ['already_exists', `${path} already exists`],
+        });
+        return { entry: await this.#stat(principal, id, path) };
+      }
+      case 'filesystem.Filesystem/Remove': {
+        const path = envdPath(parseConnect(pathRequestSchema, input, 'Remove').path);
+        await this.#script(
+          principal,
+          id,
+          'if [ ! -e "$1" ] && [ ! -L "$1" ]; then exit 2; fi; rm -rf -- "$1"',
+          [path],
+          {
+            2: ['not_found', `no file or directory at ${path}`],
+          },
+        );
+        return {};
+      }
+      case 'filesystem.Filesystem/Move': {
+        const request = parseConnect(moveSchema, input, 'Move');
+        const [source, destination] = [envdPath(request.source), envdPath(request.destination)];
+        await this.#script(
+          principal,
+          id,
+          'if [ ! -e "$1" ] && [ ! -L "$1" ]; then exit 2; fi; mkdir -p -- "$(dirname -- "$2")" && mv -- "$1" "$2"',
+          [source, destination],
+          { 2: ['not_found', `no file or directory at ${source}`] },
+        );
+        return { entry: await this.#stat(principal, id, destination) };
+      }
+      default:
+        throw new ConnectError(
+          'unimplemented',
+          `${method} is not offered by Differently's E2B facade (docs/e2b.md lists what is)`,
+        );
+    }
+  }
+
+  /** GET /files: the file's bytes. */
+  async readFile(principal: OrgPrincipal, id: string, path: string): Promise<Buffer> {
+    return this.#deps.operations.readFile(principal, id, envdPath(path));
+  }
+
+  /**
+   * POST /files: one file as octet-stream (gzip when Content-Encoding says so) at `path`, or files as
+   * multipart form fields named `file`, each at `path` or at its own filename (the SDK's writeFiles).
+   */
+  async writeFiles(
+    principal: OrgPrincipal,
+    id: string,
+    query: Record<string, string>,
+    headers: Record<string, string>,
+    body: Buffer,
+  ): Promise<{ name: string; type: 'file'; path: string }[]> {
+    const type = headers['content-type'] ?? 'application/octet-stream';
+    const files: { path: string; content: Buffer }[] = [];
+    if (type.startsWith('multipart/form-data')) {
+      const form = await new Request('http://e2b.invalid/files', {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body,
+      })
+        .formData()
+        .catch(() => {
+          throw errors.invalidRequest('the multipart body cannot be read');
+        });
+      for (const value of form.getAll('file')) {
+        if (typeof value === 'string') throw errors.invalidRequest('a file field holds text, not a file');
+        const target = query.path ?? value.name;
+        if (target === '') throw errors.invalidRequest('a file without a path: give ?path= or a filename');
+        files.push({ path: target, content: Buffer.from(await value.arrayBuffer()) });
+      }
+    } else {
+      if (query.path === undefined) throw errors.invalidRequest('path is required');
+      const gzip = (headers['content-encoding'] ?? '').toLowerCase() === 'gzip';
+      let content = body;
+      if (gzip) {
+        try {
+          content = gunzipSync(body, { maxOutputLength: maxFileBytes + 1 });
+        } catch {
+          throw errors.invalidRequest(
+            `the gzip body cannot be read, or holds more than ${maxFileBytes} bytes`,
+          );
+        }
+      }
+      files.push({ path: query.path, content });
+    }
+    if (files.length === 0) throw errors.invalidRequest('no file in the request');
+    const written: { name: string; type: 'file'; path: string }[] = [];
+    for (const file of files) {
+      if (file.content.length > maxFileBytes) throw errors.payloadTooLarge(maxFileBytes);
+      const path = envdPath(file.path);
+      await this.#deps.operations.writeFile(principal, id, path, file.content);
+      written.push({ name: posix.basename(path), type: 'file', path });
+    }
+    return written;
+  }
+
+  async #list(principal: OrgPrincipal, id: string, path: string, depth: number): Promise<unknown[]> {
+    const items = await this.#deps.operations.listFiles(principal, id, path);
+    const entries: unknown[] = [];
+    for (const item of items) {
+      entries.push(entryInfo(item));
+      if (item.isDir && depth > 1) entries.push(...(await this.#list(principal, id, item.path, depth - 1)));
+    }
+    return entries;
+  }
+
+  async #stat(principal: OrgPrincipal, id: string, path: string): Promise<unknown> {
+    if (path === '/')
+      return entryInfo({ name: '/', path: '/', isDir: true, size: 0, modifiedAt: new Date(0).toISOString() });
+    const parent = posix.dirname(path);
+    const items = await this.#deps.operations.listFiles(principal, id, parent).catch((error: unknown) => {
+      const { code } = connectErrorOf(error);
+      if (code === 'not_found' || code === 'invalid_argument') return [];
+      throw error;
+    });
+    const found = items.find((item) => item.name === posix.basename(path));
+    if (found === undefined) throw new ConnectError('not_found', `no file or directory at ${path}`);
+    return entryInfo({ ...found, path });
+  }
+
+  /** A small POSIX shell script run with `args` as $1...; named exit codes become Connect errors. */
+  async #script(
+    principal: OrgPrincipal,
+    id: string,
+    script: string,
+    args: string[],
+    exits: Record<number, [ConnectCode, string]>,
+  ): Promise<void> {
+    const result = await this.#deps.sandboxes.exec(principal, id, {
+      args: ['/bin/sh', '-c', script, 'sh', ...args],
+      timeoutSeconds: 20,
+    });
+    if (result.exitCode === 0) return;
+    const named = exits[result.exitCode];
+    if (named !== undefined) throw new ConnectError(named[0], named[1]);
+    throw new ConnectError(
+      'failed_precondition',
+      result.stderr.trim().slice(0, 1000) || `exit code ${result.exitCode}`,
+    );
+  }
+}
+
+/** A Differently file entry as envd's EntryInfo (proto3 JSON: int64 as a string, enums by name). */
+function entryInfo(item: FileInfo) {
+  return {
+    name: item.name,
+    type: item.isDir ? 'FILE_TYPE_DIRECTORY' : 'FILE_TYPE_FILE',
+    path: item.path,
+    size: String(item.size),
+    mode: 0,
+    permissions: '',
+    owner: '',
+    group: '',
+    modifiedTime: item.modifiedAt,
+  };
+}
+
+function parseConnect<T extends Parameters<typeof parseBody>[0]>(schema: T, value: unknown, what: string) {
+  try {
+    return parseBody(schema, value, what) as ReturnType<typeof parseBody<T>>;
+  } catch (error) {
+    throw new ConnectError('invalid_argument', (error as Error).message);
+  }
+}

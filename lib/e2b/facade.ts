@@ -1,0 +1,161 @@
+import { errors } from '../errors.ts';
+import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
+import type { HttpRequest, HttpResponse } from '../http/types.ts';
+import { describeError, type Log } from '../log.ts';
+import type { SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxService } from '../sandboxes/service.ts';
+import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
+import { ConnectError, connectCodes, parseJson } from './connect-protocol.ts';
+import { type E2bAnswer, E2bControlApi, e2bError, e2bErrorOf } from './control-api.ts';
+import { connectErrorOf, E2bEnvd } from './envd.ts';
+
+/**
+ * The E2B-compatible API, served under `/e2b` on the API's own URL (docs/e2b.md): an E2B SDK with
+ * `E2B_API_URL` and `E2B_SANDBOX_URL` both set to `<Differently URL>/e2b` runs unchanged. A request with
+ * an `E2b-Sandbox-Id` header is for envd (the in-sandbox daemon), any other for the control API.
+ */
+export const e2bPrefix = '/e2b';
+
+/** envd's port, the one E2B SDKs address (code-interpreter's 49999 and previews are not served). */
+const envdPort = '49983';
+
+/** Routes on the response-streaming function (API Gateway and the local runtime route them there). */
+export function isE2bStreamPath(method: string, path: string): boolean {
+  return method.toUpperCase() === 'POST' && path === `${e2bPrefix}/process.Process/Start`;
+}
+
+export interface E2bFacadeDeps {
+  sandboxes: SandboxService;
+  operations: SandboxOperations;
+  authenticator: Authenticator;
+  templates: readonly string[];
+  createWaitMs: number;
+  allowedPools: readonly string[] | undefined;
+  log: Log;
+}
+
+const sandboxPath = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/[a-z]+)?$/;
+
+export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => Promise<HttpResponse> {
+  const control = new E2bControlApi(deps);
+  const envd = new E2bEnvd(deps);
+
+  async function controlCall(request: HttpRequest, path: string): Promise<E2bAnswer> {
+    // E2B SDKs send the key in X-API-KEY; a Bearer one (curl, other clients) is taken too.
+    const apiKey = request.headers['x-api-key'] ?? bearerToken(request.headers.authorization);
+    const { principal } = await deps.authenticator.authenticate(
+      apiKey === undefined ? undefined : `Bearer ${apiKey}`,
+    );
+    if (principal.kind !== 'org') {
+      throw errors.forbidden(
+        'the E2B API acts for an organization: use an organization key, not the admin key',
+      );
+    }
+    const key = apiKey ?? '';
+    const method = request.method.toUpperCase();
+    if (path === '/v2/sandboxes' || path === '/sandboxes') {
+      if (method === 'POST') return control.create(principal, key, parseJsonBody(request));
+      if (method === 'GET') return control.list(principal, request.query);
+    }
+    const match = sandboxPath.exec(path);
+    if (match !== null) {
+      const id = decodeURIComponent(match[1] ?? '');
+      const action = match[2];
+      if (action === undefined && method === 'GET') return control.get(principal, id, key);
+      if (action === undefined && method === 'DELETE') return control.kill(principal, id);
+      if (action === '/timeout' && method === 'POST')
+        return control.setTimeout(principal, id, parseJsonBody(request));
+      if (action === '/pause' && method === 'POST') return control.pause(principal, id);
+      if (action === '/connect' && method === 'POST')
+        return control.connect(principal, id, key, parseJsonBody(request));
+    }
+    return e2bError(
+      501,
+      `${method} ${path} is not offered by Differently's E2B API (docs/e2b.md lists what is)`,
+    );
+  }
+
+  async function envdCall(request: HttpRequest, path: string, sandboxId: string): Promise<HttpResponse> {
+    const port = request.headers['e2b-sandbox-port'] ?? envdPort;
+    const unary = /^\/((?:process\.Process|filesystem\.Filesystem)\/[A-Za-z]+)$/.exec(path)?.[1];
+    const isRpc = unary !== undefined;
+    try {
+      if (port !== envdPort) {
+        throw errors.unsupportedOperation(
+          `port ${port} of a sandbox (only envd, ${envdPort}, is served)`,
+          {},
+        );
+      }
+      const principal: OrgPrincipal = await deps.authenticator.authenticateSandbox(
+        request.headers['x-access-token'],
+        sandboxId,
+      );
+      const method = request.method.toUpperCase();
+      if (path === '/process.Process/Start' && method === 'POST') {
+        const deadline = request.headers['connect-timeout-ms'];
+        const stream = await envd.processStart(
+          principal,
+          sandboxId,
+          request.body ?? Buffer.alloc(0),
+          deadline === undefined ? undefined : Number(deadline),
+          request.signal,
+        );
+        return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };
+      }
+      if (unary !== undefined && method === 'POST') {
+        if ((request.body?.length ?? 0) > maxJsonBodyBytes)
+          throw new ConnectError('invalid_argument', 'the request is too large');
+        const answer = await envd.unary(
+          principal,
+          sandboxId,
+          unary,
+          parseJson(request.body ?? Buffer.alloc(0)),
+        );
+        return json(200, answer);
+      }
+      if (path === '/health' && method === 'GET') return answerOf(await envd.health(principal, sandboxId));
+      if (path === '/files' && method === 'GET') {
+        const content = await envd.readFile(principal, sandboxId, request.query.path ?? '');
+        return { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: content };
+      }
+      if (path === '/files' && method === 'POST') {
+        const written = await envd.writeFiles(
+          principal,
+          sandboxId,
+          request.query,
+          request.headers,
+          request.body ?? Buffer.alloc(0),
+        );
+        return json(200, written);
+      }
+      return answerOf(e2bError(501, `envd's ${method} ${path} is not offered by Differently (docs/e2b.md)`));
+    } catch (error) {
+      if (isRpc) {
+        const { code, message, masked } = connectErrorOf(error);
+        if (masked) deps.log.error('E2B envd call failed', { path, error: describeError(error) });
+        return json(connectCodes[code], { code, message });
+      }
+      const { answer, masked } = e2bErrorOf(error);
+      if (masked) deps.log.error('E2B envd call failed', { path, error: describeError(error) });
+      return answerOf(answer);
+    }
+  }
+
+  return async (request) => {
+    const path = request.path.slice(e2bPrefix.length) || '/';
+    const sandboxId = request.headers['e2b-sandbox-id'];
+    if (sandboxId !== undefined) return envdCall(request, path, sandboxId);
+    try {
+      return answerOf(await controlCall(request, path));
+    } catch (error) {
+      const { answer, masked } = e2bErrorOf(error);
+      if (masked) deps.log.error('E2B API call failed', { path, error: describeError(error) });
+      return answerOf(answer);
+    }
+  };
+}
+
+function answerOf(answer: E2bAnswer): HttpResponse {
+  if (answer.body === undefined) return { status: answer.status, headers: { ...answer.headers }, body: '' };
+  return json(answer.status, answer.body, answer.headers);
+}

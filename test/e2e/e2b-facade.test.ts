@@ -1,0 +1,292 @@
+import { e2b as computeE2b } from '@computesdk/e2b';
+import { CommandExitError, Sandbox } from 'e2b';
+import { Sandbox as SandboxV250 } from 'e2b-2.50';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { startLocalRuntime } from '../../infra/local/runtime.ts';
+import { parseConfig } from '../../lib/config.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+
+/**
+ * The E2B SDK itself (the `e2b` package, pinned: 2.51.0 with the /v2 paths, and 2.50.0 before them) and
+ * @computesdk/e2b, configured only by E2B_API_URL and E2B_SANDBOX_URL pointing at `<runtime>/e2b`, against
+ * the local runtime (two containers per function) with a devhost pool.
+ */
+const keyAnswer = z.object({ key: z.string(), e2bApiKey: z.string().regex(/^e2b_[0-9a-f]+$/) });
+
+async function orgKey(
+  e: { url: string; adminKey: string },
+  name: string,
+): Promise<z.infer<typeof keyAnswer>> {
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${e.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${e.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return (await response.json()) as unknown;
+  };
+  const org = z.object({ id: z.string() }).parse(await post('/v1/admin/orgs', { name }));
+  return keyAnswer.parse(await post(`/v1/admin/orgs/${org.id}/keys`, { name }));
+}
+
+function pointAt(url: string): void {
+  process.env.E2B_API_URL = `${url}/e2b`;
+  process.env.E2B_SANDBOX_URL = `${url}/e2b`;
+}
+
+describe('the E2B-compatible API, driven by the E2B SDK', () => {
+  let e: E2e;
+  let apiKey: string;
+  let otherKey: string;
+
+  beforeAll(async () => {
+    e = await startE2e();
+    pointAt(e.runtime.url);
+    apiKey = (await orgKey(e.runtime, 'e2b-users')).e2bApiKey;
+    otherKey = (await orgKey(e.runtime, 'e2b-others')).e2bApiKey;
+  }, 60_000);
+
+  afterAll(async () => {
+    delete process.env.E2B_API_URL;
+    delete process.env.E2B_SANDBOX_URL;
+    await e?.stop();
+  });
+
+  it('creates a running sandbox and runs commands in it: output, exit codes, streamed output, envs and cwd', async () => {
+    const sandbox = await Sandbox.create({
+      apiKey,
+      envs: { GREETING: 'hello' },
+      metadata: { team: 'agents' },
+    });
+    try {
+      const differently = await e.get(sandbox.sandboxId, e.key).catch(() => undefined);
+      // Another org's key cannot see it through REST either: the facade acts as the E2B key's org.
+      expect(differently).toBeUndefined();
+      const result = await sandbox.commands.run('echo $GREETING; echo oops >&2');
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'hello\n', stderr: 'oops\n' });
+      await expect(sandbox.commands.run('exit 3')).rejects.toBeInstanceOf(CommandExitError);
+      await expect(sandbox.commands.run('exit 3')).rejects.toMatchObject({ exitCode: 3 });
+      const seen: string[] = [];
+      const streamed = await sandbox.commands.run('for i in 1 2 3; do echo line $i; done', {
+        onStdout: (data) => {
+          seen.push(data);
+        },
+      });
+      expect(streamed.stdout).toBe('line 1\nline 2\nline 3\n');
+      expect(seen.join('')).toBe('line 1\nline 2\nline 3\n');
+      const where = await sandbox.commands.run('pwd; echo $MINE', { cwd: '/work', envs: { MINE: 'mine' } });
+      expect(where.stdout).toBe('/work\nmine\n');
+      // Without a cwd, commands run in E2B's home.
+      expect((await sandbox.commands.run('pwd')).stdout).toBe('/home/user\n');
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
+  it('writes, reads and lists files (text, bytes, relative paths, several at once) and manages folders', async () => {
+    const sandbox = await Sandbox.create({ apiKey });
+    try {
+      const info = await sandbox.files.write('/home/user/a/hello.txt', 'hello world');
+      expect(info).toMatchObject({ name: 'hello.txt', path: '/home/user/a/hello.txt' });
+      expect(await sandbox.files.read('/home/user/a/hello.txt')).toBe('hello world');
+      const bytes = new Uint8Array([0, 1, 2, 250, 255]);
+      await sandbox.files.write('a/bytes.bin', bytes.buffer);
+      expect(await sandbox.files.read('/home/user/a/bytes.bin', { format: 'bytes' })).toEqual(bytes);
+      await sandbox.files.write([
+        { path: '/home/user/many/one.txt', data: 'one' },
+        { path: '/home/user/many/two.txt', data: 'two' },
+      ]);
+      expect((await sandbox.commands.run('cat /home/user/many/one.txt /home/user/many/two.txt')).stdout).toBe(
+        'onetwo',
+      );
+      const listed = await sandbox.files.list('/home/user/a');
+      expect(listed.map((entry) => [entry.name, entry.type, entry.size]).sort()).toEqual([
+        ['bytes.bin', 'file', 5],
+        ['hello.txt', 'file', 11],
+      ]);
+      expect(await sandbox.files.exists('/home/user/a/hello.txt')).toBe(true);
+      expect(await sandbox.files.exists('/home/user/a/missing.txt')).toBe(false);
+      expect(await sandbox.files.makeDir('/home/user/made')).toBe(true);
+      expect(await sandbox.files.makeDir('/home/user/made')).toBe(false);
+      const moved = await sandbox.files.rename('/home/user/a/hello.txt', '/home/user/made/moved.txt');
+      expect(moved).toMatchObject({ name: 'moved.txt', path: '/home/user/made/moved.txt' });
+      await sandbox.files.remove('/home/user/made/moved.txt');
+      expect(await sandbox.files.exists('/home/user/made/moved.txt')).toBe(false);
+      await expect(sandbox.files.read('/home/user/nothing-here')).rejects.toThrow(/not found|no file/i);
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
+  it('reports, lists, extends and kills sandboxes as E2B does (kill of a gone sandbox is false)', async () => {
+    const sandbox = await Sandbox.create({ apiKey, metadata: { purpose: 'listing' }, timeoutMs: 120_000 });
+    const info = await sandbox.getInfo();
+    expect(info).toMatchObject({
+      sandboxId: sandbox.sandboxId,
+      state: 'running',
+      metadata: { purpose: 'listing' },
+    });
+    await sandbox.setTimeout(600_000);
+    const extended = await sandbox.getInfo();
+    expect(extended.endAt.getTime() - Date.now()).toBeGreaterThan(500_000);
+    expect(await sandbox.isRunning()).toBe(true);
+    const page = await Sandbox.list({ apiKey, query: { metadata: { purpose: 'listing' } } }).nextItems();
+    expect(page.map((item) => item.sandboxId)).toEqual([sandbox.sandboxId]);
+    // Another org sees none of it.
+    expect(await Sandbox.list({ apiKey: otherKey }).nextItems()).toEqual([]);
+    await expect(Sandbox.getInfo(sandbox.sandboxId, { apiKey: otherKey })).rejects.toThrow(/not found/i);
+    expect(await Sandbox.kill(sandbox.sandboxId, { apiKey: otherKey })).toBe(false);
+    expect(await sandbox.kill()).toBe(true);
+    expect(await sandbox.kill()).toBe(false);
+    await expect(sandbox.getInfo()).rejects.toThrow(/not found/i);
+  });
+
+  it("refuses envd calls without the sandbox's access token or with another sandbox's", async () => {
+    const one = await Sandbox.create({ apiKey });
+    const two = await Sandbox.create({ apiKey });
+    try {
+      const call = (sandboxId: string, token: string | undefined) =>
+        fetch(`${e.runtime.url}/e2b/filesystem.Filesystem/ListDir`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'e2b-sandbox-id': sandboxId,
+            ...(token !== undefined && { 'x-access-token': token }),
+          },
+          body: JSON.stringify({ path: '/' }),
+        });
+      const tokenOfOne = z.object({ envdAccessToken: z.string() }).parse(
+        await (
+          await fetch(`${e.runtime.url}/e2b/sandboxes/${one.sandboxId}`, {
+            headers: { 'x-api-key': apiKey },
+          })
+        ).json(),
+      ).envdAccessToken;
+      expect((await call(one.sandboxId, tokenOfOne)).status).toBe(200);
+      expect(tokenOfOne).not.toContain(apiKey);
+      for (const refused of [
+        await call(one.sandboxId, undefined),
+        await call(two.sandboxId, tokenOfOne),
+        await call(one.sandboxId, apiKey),
+      ]) {
+        expect(refused.status).toBe(401);
+        expect(await refused.json()).toMatchObject({ code: 'unauthenticated' });
+      }
+    } finally {
+      await one.kill();
+      await two.kill();
+    }
+  });
+
+  it('refuses what it does not offer, naming it: create options, a terminal, an unknown template, other RPCs', async () => {
+    await expect(Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause' } })).rejects.toThrow(/autoPause/);
+    await expect(Sandbox.create({ apiKey, network: { denyOut: ['0.0.0.0/0'] } })).rejects.toThrow(/network/);
+    await expect(Sandbox.create('no-such-template', { apiKey })).rejects.toThrow(/template no-such-template/);
+    const sandbox = await Sandbox.create({ apiKey });
+    try {
+      await expect(sandbox.pty.create({ cols: 80, rows: 24, onData: () => undefined })).rejects.toThrow(
+        /unimplemented.*terminal/,
+      );
+      await expect(sandbox.commands.list()).rejects.toThrow(/unimplemented/);
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
+  it('serves SDK 2.50 (create and connect without /v2) the same way', async () => {
+    const sandbox = await SandboxV250.create({ apiKey });
+    try {
+      expect((await sandbox.commands.run('echo old sdk')).stdout).toBe('old sdk\n');
+      await sandbox.files.write('/home/user/old.txt', 'from 2.50');
+      expect(await sandbox.files.read('/home/user/old.txt')).toBe('from 2.50');
+      const again = await SandboxV250.connect(sandbox.sandboxId, { apiKey });
+      expect((await again.commands.run('cat /home/user/old.txt')).stdout).toBe('from 2.50');
+    } finally {
+      expect(await sandbox.kill()).toBe(true);
+    }
+  });
+
+  it('serves @computesdk/e2b through the same two variables', async () => {
+    const provider = computeE2b({ apiKey });
+    const created = await provider.sandbox.create();
+    try {
+      const result = await created.runCommand('echo from computesdk');
+      expect(result).toMatchObject({ exitCode: 0, stdout: 'from computesdk\n' });
+      expect((await provider.sandbox.getById(created.sandboxId))?.sandboxId).toBe(created.sandboxId);
+    } finally {
+      await provider.sandbox.destroy(created.sandboxId);
+    }
+  });
+});
+
+describe('pause and connect through the E2B SDK, on a pool that pauses; a create that cannot run in time', () => {
+  let runtime: Awaited<ReturnType<typeof startLocalRuntime>>;
+  let apiKey: string;
+  let restKey: string;
+  const slow = new FakeAdapter({ delaysMs: { create: 4000 } });
+
+  beforeAll(async () => {
+    runtime = await startLocalRuntime({
+      config: parseConfig({
+        devMode: true,
+        pools: [
+          { name: 'fake', adapter: 'fake' },
+          { name: 'slow', adapter: 'fake' },
+        ],
+        templates: [{ name: 'slow', description: 'a backend slower than the create wait' }],
+        api: { e2bCreateWaitSeconds: 1 },
+      }),
+      // The slow template can only go to the slow pool.
+      adapters: { fake: new FakeAdapter({ limits: { templates: ['quick'] } }), slow },
+      sweepIntervalSeconds: 0,
+      reconcileIntervalSeconds: 0,
+      poolRefreshIntervalSeconds: 0,
+    });
+    pointAt(runtime.url);
+    const keys = await orgKey(runtime, 'pausers');
+    apiKey = keys.e2bApiKey;
+    restKey = keys.key;
+  }, 60_000);
+
+  afterAll(async () => {
+    delete process.env.E2B_API_URL;
+    delete process.env.E2B_SANDBOX_URL;
+    await runtime?.stop();
+  });
+
+  it('pauses (again: false), shows paused, and connect resumes it', async () => {
+    const sandbox = await Sandbox.create({ apiKey });
+    expect(await sandbox.pause()).toBe(true);
+    expect(await sandbox.pause()).toBe(false);
+    expect((await sandbox.getInfo()).state).toBe('paused');
+    expect(await sandbox.isRunning()).toBe(false);
+    const resumed = await Sandbox.connect(sandbox.sandboxId, { apiKey });
+    expect((await resumed.getInfo()).state).toBe('running');
+    const listed = await Sandbox.list({ apiKey, query: { state: ['running'] } }).nextItems();
+    expect(listed.map((item) => item.sandboxId)).toContain(sandbox.sandboxId);
+    expect(await resumed.kill()).toBe(true);
+  });
+
+  it('removes a sandbox that did not run within the wait and answers 429: no SDK retry leaves a second one', async () => {
+    const calls = slow.createRequests.length;
+    await expect(Sandbox.create('slow', { apiKey })).rejects.toThrow(/did not start within 1 s/);
+    const listed = z
+      .object({
+        items: z.array(z.object({ id: z.string(), status: z.string(), template: z.string().nullable() })),
+      })
+      .parse(
+        await (
+          await fetch(`${runtime.url}/v1/sandboxes?limit=100`, {
+            headers: { authorization: `Bearer ${restKey}` },
+          })
+        ).json(),
+      );
+    const tried = listed.items.filter((item) => item.template === 'slow');
+    // The first try and the SDK's three retries: each was removed before the next began.
+    expect(tried).toHaveLength(4);
+    for (const item of tried) expect(['terminating', 'terminated']).toContain(item.status);
+    expect(slow.createRequests.length - calls).toBeLessThanOrEqual(4);
+  }, 60_000);
+});
