@@ -52,8 +52,11 @@ export class PublicApi extends Construct {
     this.api = new RestApi(this, 'Api', {
       description: 'Differently sandbox control plane',
       endpointConfiguration: { types: [EndpointType.REGIONAL] },
-      // File bytes, and the E2B facade's multipart uploads and Connect envelopes (binary framing).
-      binaryMediaTypes: ['application/octet-stream', 'multipart/form-data', 'application/connect+json'],
+      // Every body as bytes, both ways: file content, the E2B facade's multipart uploads and Connect
+      // envelopes. API Gateway decides by the first Accept value, which clients (E2B's SDK, browsers) set
+      // as they like, so only */* makes a base64 answer reliably binary; the api function decodes every
+      // request body (isBase64Encoded) and marks its own answers.
+      binaryMediaTypes: ['*/*'],
       cloudWatchRole: false,
       deployOptions: {
         stageName: 'live',
