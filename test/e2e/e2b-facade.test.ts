@@ -1,5 +1,6 @@
 import { e2b as computeE2b } from '@computesdk/e2b';
 import { CommandExitError, Sandbox } from 'e2b';
+import { Sandbox as SandboxV245 } from 'e2b-2.45';
 import { Sandbox as SandboxV250 } from 'e2b-2.50';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
@@ -203,6 +204,17 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       expect(await sandbox.files.read('/home/user/old.txt')).toBe('from 2.50');
       const again = await SandboxV250.connect(sandbox.sandboxId, { apiKey });
       expect((await again.commands.run('cat /home/user/old.txt')).stdout).toBe('from 2.50');
+    } finally {
+      expect(await sandbox.kill()).toBe(true);
+    }
+  });
+
+  it("serves SDK 2.45, which refuses any key not in E2B's shape before sending it: e2bApiKey passes", async () => {
+    const plainKey = Buffer.from(apiKey.slice('e2b_'.length), 'hex').toString('utf8');
+    await expect(SandboxV245.create({ apiKey: plainKey })).rejects.toThrow(/Invalid API key format/);
+    const sandbox = await SandboxV245.create({ apiKey });
+    try {
+      expect((await sandbox.commands.run('echo checked key')).stdout).toBe('checked key\n');
     } finally {
       expect(await sandbox.kill()).toBe(true);
     }
