@@ -77,6 +77,9 @@ export function daytonaStateOf(state: string): InstanceState {
   }
 }
 
+/** What the snapshot lookup needs of Daytona's SnapshotDto. */
+const snapshotIdSchema = z.looseObject({ id: z.string().min(1) });
+
 export class DaytonaAdapter
   implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
 {
@@ -454,8 +457,23 @@ export class DaytonaAdapter
     return { ref: name, kind: 'disk', sizeBytes: 0 };
   }
 
+  /**
+   * Daytona deletes a snapshot by its id only (a name answers 404, which would pass for "already gone" and
+   * leave it counted against the provider's quota): the name this adapter gave it is looked up first
+   * (`GET /snapshots/{idOrName}`), as Daytona's own SDK does. One that is not found is gone.
+   */
   async deleteSnapshot(snapshotRef: string, opts?: CallOptions): Promise<void> {
-    await this.#http.request('DELETE', `/snapshots/${encodeURIComponent(snapshotRef)}`, {
+    const found = await this.#http.request('GET', `/snapshots/${encodeURIComponent(snapshotRef)}`, {
+      signal: opts?.signal,
+      idempotent: true,
+      accept: [404],
+    });
+    if (found.status === 404) {
+      await found.body?.cancel();
+      return;
+    }
+    const { id } = await this.#http.parse(found, snapshotIdSchema, `GET /snapshots/${snapshotRef}`);
+    await this.#http.request('DELETE', `/snapshots/${encodeURIComponent(id)}`, {
       signal: opts?.signal,
       idempotent: true,
       accept: [404],

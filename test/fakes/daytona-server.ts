@@ -24,7 +24,8 @@ interface FakeSandbox {
 
 export class DaytonaFake extends FakeProvider {
   readonly sandboxes = new Map<string, FakeSandbox>();
-  readonly snapshots = new Map<string, { name: string; sandbox: string }>();
+  /** By name (what sandboxes are created from); each has the id Daytona deletes it by. */
+  readonly snapshots = new Map<string, { id: string; name: string; sandbox: string }>();
   readonly received: { createBodies: unknown[] } = { createBodies: [] };
   readonly faults = {
     /** Listings leave out sandboxes younger than this (ms): the search index lags. */
@@ -120,9 +121,19 @@ export class DaytonaFake extends FakeProvider {
     if (parts[0] === 'sandbox' && parts.length === 1 && method === 'POST')
       return this.#create(req, parseJson(body), res);
     if (parts[0] === 'sandbox' && parts.length === 1 && method === 'GET') return this.#list(url, res);
+    if (parts[0] === 'snapshots' && parts[1] !== undefined && method === 'GET') {
+      // GET takes an id or a name (id first), as Daytona's findOne does.
+      const wanted = parts[1];
+      const found = [...this.snapshots.values()].find((s) => s.id === wanted) ?? this.snapshots.get(wanted);
+      if (found === undefined) return this.#apiError(res, 404, `Snapshot ${wanted} not found`, url.pathname);
+      return sendJson(res, 200, { id: found.id, name: found.name, state: 'active', general: false });
+    }
     if (parts[0] === 'snapshots' && parts[1] !== undefined && method === 'DELETE') {
-      if (!this.snapshots.delete(parts[1]))
+      // DELETE takes the id only: a name is not found.
+      const found = [...this.snapshots.values()].find((s) => s.id === parts[1]);
+      if (found === undefined)
         return this.#apiError(res, 404, `Snapshot ${parts[1]} not found`, url.pathname);
+      this.snapshots.delete(found.name);
       return sendJson(res, 200, {});
     }
     if (parts[0] !== 'sandbox' || parts[1] === undefined)
@@ -159,7 +170,7 @@ export class DaytonaFake extends FakeProvider {
       if (name === undefined) return this.#apiError(res, 400, 'name should not be empty', url.pathname);
       if (!['started', 'stopped'].includes(s.state))
         return this.#apiError(res, 400, 'Sandbox is not in valid state', url.pathname);
-      this.snapshots.set(name, { name, sandbox: s.id });
+      this.snapshots.set(name, { id: randomUUID(), name, sandbox: s.id });
       await this.host.copy(s.id, `snap-${name}`);
       const back = s.state;
       Object.assign(s, { state: 'snapshotting', desiredState: back, pollsLeft: 1 });

@@ -101,6 +101,15 @@ describe('the Daytona adapter', () => {
     expect((await adapter.capabilities()).features).not.toContain('lifecycle.pause-resume');
   });
 
+  it('deletes a snapshot by the id Daytona gave it (the name is only for lookup), and a gone one quietly', async () => {
+    const sandbox = await adapter.create(request());
+    const snapshot = await adapter.snapshot(sandbox.ref, 'disk');
+    expect(fake.snapshots.has(snapshot.ref)).toBe(true);
+    await adapter.deleteSnapshot(snapshot.ref);
+    expect(fake.snapshots.has(snapshot.ref)).toBe(false);
+    await expect(adapter.deleteSnapshot(snapshot.ref)).resolves.toBeUndefined();
+  });
+
   it("maps the daemon's empty-bodied 404 on a missing file to not_found", async () => {
     const sandbox = await adapter.create(request());
     expect((await failure(adapter.readFile(sandbox.ref, '/work/none.txt'))).code).toBe('not_found');
