@@ -384,7 +384,8 @@ export class DaytonaAdapter
   async writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void> {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(content)]), path.split('/').pop() || 'file');
-    await this.#toolboxCall(ref, 'POST', '/files/upload', {
+    // The daemon's current upload (the published toolbox client's uploadFile); /files/upload is gone.
+    await this.#toolboxCall(ref, 'POST', '/files/upload-v2', {
       query: { path },
       raw: form,
       signal: opts?.signal,

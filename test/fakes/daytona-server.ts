@@ -305,13 +305,21 @@ export class DaytonaFake extends FakeProvider {
       return sendJson(res, 200, { exitCode: result.exitCode, result: combined });
     }
     const target = url.searchParams.get('path') ?? '/';
-    if (path === '/files/upload' && method === 'POST') {
-      const file = (await formDataOf(req, body)).get('file');
-      if (!(file instanceof File))
-        return this.#toolboxError(res, 400, 'BAD_REQUEST', 'file is required', path, method);
-      await this.host.write(s.id, target, new Uint8Array(await file.arrayBuffer()));
-      res.writeHead(200).end();
-      return;
+    // The current daemon's upload: multipart field `file`, or the raw body; answers the UploadedFile
+    // (name, path, type). The old /files/upload is not served (the published toolbox client no longer has it).
+    if (path === '/files/upload-v2' && method === 'POST') {
+      const multipart = (req.headers['content-type'] ?? '').startsWith('multipart/form-data');
+      let content: Uint8Array;
+      if (multipart) {
+        const file = (await formDataOf(req, body)).get('file');
+        if (!(file instanceof File))
+          return this.#toolboxError(res, 400, 'BAD_REQUEST', 'file is required', path, method);
+        content = new Uint8Array(await file.arrayBuffer());
+      } else {
+        content = new Uint8Array(body);
+      }
+      await this.host.write(s.id, target, content);
+      return sendJson(res, 200, { name: target.split('/').pop() ?? '', path: target, type: 'file' });
     }
     if (path === '/files/download' && method === 'GET') {
       const content = await this.host.read(s.id, target);
