@@ -185,6 +185,8 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
           ? []
           : [
               `idle VMs are suspended by the service after ${this.#config.idlePolicy.maxIdleDurationSeconds} s without endpoint traffic and ended ${this.#config.idlePolicy.suspendedDurationSeconds} s later`,
+              // The service counts requests arriving, not bytes: a streamed exec's open response is no traffic.
+              `a command that runs longer than ${this.#config.idlePolicy.maxIdleDurationSeconds} s with no other call to the sandbox is suspended mid-run (its stream then stops until something resumes the VM): keep long jobs on a pool without an idle policy, or call the sandbox meanwhile`,
             ]),
       ],
     };
@@ -396,17 +398,44 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
 
   /** SuspendMicrovm, then wait for SUSPENDED: memory, files and processes are kept. */
   async pause(ref: string, opts?: CallOptions): Promise<void> {
-    await this.#send('SuspendMicrovm', ref, opts, () =>
-      this.#client.send(new SuspendMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
+    await this.#alreadyThere(ref, 'paused', opts, () =>
+      this.#send('SuspendMicrovm', ref, opts, () =>
+        this.#client.send(new SuspendMicrovmCommand({ microvmIdentifier: ref }), {
+          abortSignal: opts?.signal,
+        }),
+      ),
     );
     await this.#untilSuspended(ref, opts);
   }
 
   async resume(ref: string, opts?: CallOptions): Promise<void> {
-    await this.#send('ResumeMicrovm', ref, opts, () =>
-      this.#client.send(new ResumeMicrovmCommand({ microvmIdentifier: ref }), { abortSignal: opts?.signal }),
+    await this.#alreadyThere(ref, 'running', opts, () =>
+      this.#send('ResumeMicrovm', ref, opts, () =>
+        this.#client.send(new ResumeMicrovmCommand({ microvmIdentifier: ref }), {
+          abortSignal: opts?.signal,
+        }),
+      ),
     );
     await this.#untilGuestAnswers(ref, opts);
+  }
+
+  /**
+   * The service refuses a suspend of a VM that is not RUNNING and a resume of one that is not SUSPENDED
+   * (ConflictException, invalid_state here). A repeated call (the operations worker retries one whose
+   * answer was lost) finds the VM where it was asked to go: that is done, not refused.
+   */
+  async #alreadyThere(
+    ref: string,
+    wanted: InstanceState,
+    opts: CallOptions | undefined,
+    call: () => Promise<unknown>,
+  ) {
+    try {
+      await call();
+    } catch (error) {
+      if (!isApiError(error) || error.code !== 'invalid_state') throw error;
+      if ((await this.#stateNow(ref, opts)) !== wanted) throw error;
+    }
   }
 
   async #describe(ref: string, opts?: CallOptions): Promise<GetMicrovmResponse> {

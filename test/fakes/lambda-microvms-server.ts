@@ -281,7 +281,7 @@ export class LambdaMicrovmsFake {
       return this.#json(res, 200, {});
     }
     if (action === 'resume' && method === 'POST') {
-      if (vm.state === 'RUNNING') return this.#json(res, 200, {});
+      // As the service: only a SUSPENDED VM resumes; a running one is a conflict too.
       if (vm.state !== 'SUSPENDED')
         throw new ServiceError(409, 'ConflictException', `MicroVM ${id} is ${vm.state}, not SUSPENDED`);
       this.#resume(vm);

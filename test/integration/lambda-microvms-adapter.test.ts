@@ -158,10 +158,22 @@ describe('the lambda-microvms adapter against the fake service', () => {
       sandboxId: '',
       state: 'paused',
     });
+    // A repeated suspend (a retried operation) finds the VM suspended: done, though the service refuses it.
+    await adapter.pause(instance.ref);
+    await adapter.resume(instance.ref);
+    // A repeated resume finds it running: done too (the service answers ConflictException to both).
     await adapter.resume(instance.ref);
     expect((await adapter.list(installation)).find((i) => i.ref === instance.ref)?.sandboxId).toBe(id);
     expect(new TextDecoder().decode(await adapter.readFile(instance.ref, '/work/kept.txt'))).toBe('kept');
     await adapter.delete(instance.ref);
+  });
+
+  it('still refuses a resume of a VM that is neither suspended nor running', async () => {
+    const instance = await adapter.create(sandbox({ id: newId('sandbox') }));
+    await adapter.delete(instance.ref);
+    await expect(adapter.resume(instance.ref)).rejects.toMatchObject({
+      code: expect.stringMatching(/invalid_state|not_found/),
+    });
   });
 
   it('resumes a VM its idle policy suspended under a running sandbox, and runs the call once', async () => {
