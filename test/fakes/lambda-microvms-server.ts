@@ -197,6 +197,14 @@ export class LambdaMicrovmsFake {
     while ((vm.state as State) === 'SUSPENDING') await new Promise((r) => setTimeout(r, 5));
   }
 
+  /** The VM's maximum duration runs out now (as `maximumDurationInSeconds` after its start would). */
+  async reachMaximumDuration(id: string): Promise<void> {
+    const vm = this.vms.get(id);
+    if (vm === undefined) throw new Error(`no MicroVM ${id}`);
+    clearTimeout(vm.timer);
+    await this.#terminate(vm, 'maximum duration reached');
+  }
+
   /** Every token minted so far expires now (as 60 minutes later). */
   expireTokens(): void {
     for (const token of this.#tokens.values()) token.expiresAt = 0;

@@ -127,7 +127,11 @@ describe('the lambda-microvms adapter against the fake service', () => {
   });
 
   it('ends a sandbox at its TTL through the VM lifetime, even with the control plane gone', async () => {
-    const instance = await adapter.create(sandbox({ ttlSeconds: 1 }));
+    // The VM is given the TTL as its maximum duration; that duration running out is the fake's to
+    // simulate (a 1-second TTL could run out before a loaded machine's guest agent even answered).
+    const instance = await adapter.create(sandbox({ ttlSeconds: 90 }));
+    expect(fake.vms.get(instance.ref)?.maximumDurationInSeconds).toBe(90);
+    await fake.reachMaximumDuration(instance.ref);
     await expect
       .poll(() => codeOf(adapter.get(instance.ref)), { timeout: 10_000, interval: 50 })
       .toBe('not_found');
