@@ -6,7 +6,7 @@ import { FakeProvider, formDataOf, parseJson, sendJson as send } from './fake-ht
  * A fake OpenSandbox server faithful to the published lifecycle and execd APIs
  * (../shared/reference/providers/opensandbox.md and its specs): routes under /v1, the API key header,
  * `{code, message}` errors with namespaced codes, FastAPI's 422 `{detail}` for schema errors, page
- * paging with a double-encoded metadata filter, states that move as they are polled, and execd's event
+ * paging with a double-encoded metadata filter, states that move with time as the server's do (polled or not), empty 202s with Content-Length: 0, an X-Request-ID on every answer, and execd's event
  * stream of bare JSON frames. Commands really run (as host processes), so output parsing is real.
  */
 export interface OpenSandboxFakeOptions {
@@ -26,8 +26,8 @@ interface FakeSandbox {
   snapshotId?: string;
   createdAt: string;
   expiresAt?: string;
-  /** Polls left before the next state. */
-  settleAfter: number;
+  /** When the next state is reached: as on the server, by time, whether anyone polls or not. */
+  settleAt: number;
   next?: string;
 }
 
@@ -80,6 +80,8 @@ export class OpenSandboxFake extends FakeProvider {
   }
 
   protected async handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void> {
+    // Every answer carries the request id the server's middleware sets.
+    res.setHeader('x-request-id', randomUUID());
     if (url.pathname === '/health') return send(res, 200, { status: 'healthy' });
     const execd = /^\/execd\/([^/]+)(\/.*)$/.exec(url.pathname);
     if (execd?.[1] !== undefined && execd[2] !== undefined)
@@ -110,7 +112,7 @@ export class OpenSandboxFake extends FakeProvider {
       if (parts.length === 2 && method === 'DELETE') {
         sandbox.state = 'Stopping';
         sandbox.next = 'Terminated';
-        sandbox.settleAfter = 1;
+        sandbox.settleAt = this.#settleTime();
         sandbox.reason = 'user_delete';
         await this.host.remove(sandbox.id);
         res.writeHead(204).end();
@@ -121,15 +123,17 @@ export class OpenSandboxFake extends FakeProvider {
         if (sandbox.state !== 'Running')
           return send(res, 409, { code: 'DOCKER::SANDBOX_NOT_RUNNING', message: 'not running' });
         if (!this.faults.pauseNeverStarts)
-          Object.assign(sandbox, { state: 'Pausing', next: 'Paused', settleAfter: 1 });
-        res.writeHead(202).end();
+          Object.assign(sandbox, { state: 'Pausing', next: 'Paused', settleAt: this.#settleTime() });
+        // The real server frames an empty 202 with Content-Length: 0 (the official SDK reads it so).
+        res.writeHead(202, { 'content-length': '0' }).end();
         return;
       }
       if (action === 'resume' && method === 'POST') {
         if (sandbox.state !== 'Paused')
           return send(res, 409, { code: 'DOCKER::SANDBOX_NOT_PAUSED', message: 'not paused' });
-        Object.assign(sandbox, { state: 'Resuming', next: 'Running', settleAfter: 1 });
-        res.writeHead(202).end();
+        Object.assign(sandbox, { state: 'Resuming', next: 'Running', settleAt: this.#settleTime() });
+        // The real server frames an empty 202 with Content-Length: 0 (the official SDK reads it so).
+        res.writeHead(202, { 'content-length': '0' }).end();
         return;
       }
       if (action === 'renew-expiration' && method === 'POST') {
@@ -246,7 +250,7 @@ export class OpenSandboxFake extends FakeProvider {
       env: (b.env ?? {}) as Record<string, string>,
       entrypoint: (b.entrypoint as string[] | undefined) ?? ['tail', '-f', '/dev/null'],
       createdAt: now.toISOString(),
-      settleAfter: 1,
+      settleAt: this.#settleTime(),
       next: 'Running',
       ...(typeof b.timeout === 'number' && {
         expiresAt: new Date(now.getTime() + b.timeout * 1000).toISOString(),
@@ -319,7 +323,7 @@ export class OpenSandboxFake extends FakeProvider {
       .filter((s) => filter.every(([k, v]) => s.metadata[k] === v))
       .filter((s) => states.length === 0 || states.includes(s.state));
     const items = all.slice((page - 1) * pageSize, page * pageSize).map((s) => {
-      if (s.id !== vanishing) return this.#view(s);
+      if (s.id !== vanishing) return this.#view(this.#advance(s));
       const view = this.#view({ ...s, state: 'Stopping' });
       this.sandboxes.delete(s.id);
       return view;
@@ -336,8 +340,13 @@ export class OpenSandboxFake extends FakeProvider {
     });
   }
 
+  /** A transition takes this long (the server's runtime works on its own clock). */
+  #settleTime(): number {
+    return Date.now() + 30;
+  }
+
   #advance(sandbox: FakeSandbox): FakeSandbox {
-    if (sandbox.next !== undefined && sandbox.settleAfter-- <= 0) {
+    if (sandbox.next !== undefined && Date.now() >= sandbox.settleAt) {
       sandbox.state = sandbox.next;
       sandbox.next = undefined;
     }

@@ -130,6 +130,30 @@ describe("the OpenSandbox adapter against its fake server: the seeds' scenarios"
     await fake.stop();
   });
 
+  it('the fake frames answers as the server does: states move with time, empty 202s have Content-Length: 0, every answer an X-Request-ID', async () => {
+    const created = await adapter.create(request());
+    const headers = { 'open-sandbox-api-key': 'os-key-0123456789' };
+    const paused = await fetch(`${fake.url}/v1/sandboxes/${created.ref}/pause`, { method: 'POST', headers });
+    expect(paused.status).toBe(202);
+    expect(paused.headers.get('content-length')).toBe('0');
+    expect(paused.headers.get('transfer-encoding')).toBeNull();
+    expect(paused.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    // Nobody polls: the pause completes on the server's own clock all the same.
+    const state = async () => fake.sandboxes.get(created.ref)?.state;
+    await expect
+      .poll(async () => {
+        const listed = (await (
+          await fetch(`${fake.url}/v1/sandboxes?page=1&pageSize=200`, { headers })
+        ).json()) as {
+          items: { id: string; status: { state: string } }[];
+        };
+        return listed.items.find((item) => item.id === created.ref)?.status.state;
+      })
+      .toBe('Paused');
+    expect(await state()).toBe('Paused');
+    await adapter.delete(created.ref);
+  });
+
   it('refuses an image that cannot be pulled as invalid_request, and cleans up', async () => {
     const error = await failure(adapter.create(request({ template: 'registry.example/does-not-exist:1' })));
     expect(error.code).toBe('invalid_request');
@@ -175,7 +199,7 @@ describe("the OpenSandbox adapter against its fake server: the seeds' scenarios"
         env: {},
         entrypoint: ['tail'],
         createdAt: new Date().toISOString(),
-        settleAfter: 0,
+        settleAt: 0,
       });
     }
     expect((await adapter.list(installation)).length).toBe(130);
