@@ -42,6 +42,7 @@ const envFile = '/etc/differently/env';
 /** exec-await's ceiling without the resumable-exec agent. */
 const maxExecMs = 300_000;
 const backgroundHeader = 'x-freestyle-background-request-id';
+const backgroundAfterHeader = 'x-freestyle-background-after-secs';
 /** fs/write takes at most 8 MiB; larger files use the resumable upload, in chunks of this size. */
 const maxSimpleWriteBytes = 8 * 1024 * 1024;
 const uploadChunkBytes = 8 * 1024 * 1024;
@@ -104,11 +105,7 @@ export class FreestyleAdapter
     this.#http = new HttpClient({
       provider: 'freestyle',
       baseUrl: config.apiURL,
-      headers: {
-        ...(apiKey !== undefined && { authorization: `Bearer ${apiKey}` }),
-        // Slow calls answer 202 after 5 s and are polled instead of holding the connection.
-        'x-freestyle-background-after-secs': '5',
-      },
+      headers: { ...(apiKey !== undefined && { authorization: `Bearer ${apiKey}` }) },
       secrets: apiKey === undefined ? [] : [apiKey],
       timeoutMs: 10 * 60 * 1000,
       ...(fetchImpl !== undefined && { fetch: fetchImpl }),
@@ -179,6 +176,8 @@ export class FreestyleAdapter
   async #send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     let response = await this.#http.request(method, path, {
       ...options,
+      // Slow calls answer 202 after 5 s and are polled instead of holding the connection.
+      headers: { [backgroundAfterHeader]: '5', ...options.headers },
       accept: [202, ...(options.accept ?? [])],
     });
     const id = response.status === 202 ? response.headers.get(backgroundHeader) : null;
@@ -366,9 +365,13 @@ export class FreestyleAdapter
     };
   }
 
+  /**
+   * Reads go straight, as Freestyle's own client sends them: not through the background protocol, whose
+   * stored result has a size limit of its own that a large file would run into.
+   */
   async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
     try {
-      const response = await this.#send('GET', `/v5/vms/${encodeURIComponent(ref)}/fs/read`, {
+      const response = await this.#http.request('GET', `/v5/vms/${encodeURIComponent(ref)}/fs/read`, {
         query: { path },
         signal: opts?.signal,
         idempotent: true,

@@ -20,6 +20,9 @@ interface FakeVm {
   createdAt: string;
 }
 
+/** Stand-in for the limit on a background request's stored result (Freestyle does not publish it). */
+const backgroundResultMaxBytes = 1024 * 1024;
+
 const slugPattern = /^[a-z0-9-]{1,63}$/;
 const sizes: Record<string, FakeVm['resources']> = {
   'freestyle/ubuntu-sm': { cpu: 2, memory: 4096, storage: 16_384 },
@@ -188,7 +191,7 @@ export class FreestyleFake extends FakeProvider {
         snapshot: { id: snapshotId },
       });
     }
-    if (action === 'fs') return this.#fs(vm, sub, url, body, method, res);
+    if (action === 'fs') return this.#fs(vm, sub, url, body, method, res, req);
     sendJson(res, 404, { code: 'NOT_FOUND', message: 'not found' });
   }
 
@@ -354,6 +357,7 @@ export class FreestyleFake extends FakeProvider {
     body: Buffer,
     method: string,
     res: ServerResponse,
+    req: IncomingMessage,
   ): Promise<void> {
     const path = url.searchParams.get('path') ?? '';
     if (op === 'uploads') return this.#upload(vm, url, body, method, res);
@@ -367,6 +371,17 @@ export class FreestyleFake extends FakeProvider {
     if (op === 'read' && method === 'GET') {
       const content = await this.host.read(vm.id, path);
       if (content === undefined) return sendJson(res, 404, { code: 'NOT_FOUND', message: 'file not found' });
+      // A read that opted into the background protocol has its bytes stored as the request's result,
+      // which has a size limit (not published; 1 MiB stands in): Freestyle's own client never opts in.
+      if (
+        req.headers['x-freestyle-background-after-secs'] !== undefined &&
+        content.length > backgroundResultMaxBytes
+      ) {
+        return sendJson(res, 500, {
+          code: 'INTERNAL',
+          message: 'background request result too large to store',
+        });
+      }
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       res.end(content);
       return;

@@ -143,7 +143,7 @@ describe('the Freestyle adapter against its fake server', () => {
     expect(fake.vms.get(vm.ref)?.ttlSeconds).toBeGreaterThanOrEqual(3600);
   });
 
-  it('writes files over 8 MiB through the resumable upload, checked by sha256', async () => {
+  it('writes files over 8 MiB through the resumable upload, checked by sha256, and reads them back outside the background protocol', async () => {
     const vm = await adapter.create(request());
     const big = new Uint8Array(9 * 1024 * 1024 + 17).map((_, i) => i % 251);
     await adapter.writeFile(vm.ref, '/work/big.bin', big);
