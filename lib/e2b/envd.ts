@@ -1,5 +1,7 @@
+import { randomInt } from 'node:crypto';
 import { posix } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import * as z from 'zod';
 import type { FileInfo } from '../adapter/port.ts';
 import { errors, toErrorResponse } from '../errors.ts';
 import type { StreamWrite } from '../http/types.ts';
@@ -11,7 +13,13 @@ import { envSchema } from '../schemas/common.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { type ConnectCode, ConnectError, endStream, envelope, firstEnvelope } from './connect-protocol.ts';
 import { type E2bAnswer, e2bError, parseBody } from './control-api.ts';
-import { listDirSchema, moveSchema, pathRequestSchema, processStartSchema } from './schemas.ts';
+import {
+  listDirSchema,
+  moveSchema,
+  pathRequestSchema,
+  processStartSchema,
+  sendSignalSchema,
+} from './schemas.ts';
 
 /**
  * envd, E2B's in-sandbox daemon, served from the control plane: each call is the caller's own REST
@@ -27,6 +35,44 @@ export interface E2bEnvdDeps {
 export const e2bHome = '/home/user';
 /** Sent while a command is silent: the SDK asks for a keep-alive every 50 s (Keepalive-Ping-Interval). */
 const keepAliveMs = 50_000;
+
+/**
+ * Where a started command is known inside its sandbox, so List and SendSignal work from any container
+ * and on every pool with exec and files: `procs/<pid>` (its config, touched every second while it runs)
+ * and `signals/<pid>` (a signal asked for, which the command's own watcher delivers).
+ */
+const processDir = '/tmp/.e2b';
+/** A process whose entry was not touched for this long has ended without cleaning up (its VM stopped). */
+const staleProcessMs = 10_000;
+
+/**
+ * Runs "$@" (the command) in its own session and process group, records it under processDir while it
+ * runs, and delivers signals asked for there to its whole group. POSIX sh, setsid where present.
+ */
+const processWrapper = [
+  'id=$1; config=$2; shift 2',
+  `dir=${processDir}; mkdir -p "$dir/procs" "$dir/signals" 2>/dev/null`,
+  'printf %s "$config" > "$dir/procs/$id" 2>/dev/null',
+  'if command -v setsid >/dev/null 2>&1; then setsid "$@" & else "$@" & fi',
+  'child=$!',
+  '( n=0; while :; do sleep 0.1;',
+  '    if [ -e "$dir/signals/$id" ]; then sig=$(cat "$dir/signals/$id"); rm -f "$dir/signals/$id";',
+  '      kill -s "$sig" -- "-$child" 2>/dev/null || kill -s "$sig" "$child" 2>/dev/null; fi;',
+  '    n=$((n + 1)); [ $((n % 10)) -eq 0 ] && touch "$dir/procs/$id" 2>/dev/null;',
+  '  done ) </dev/null >/dev/null 2>&1 &',
+  'watcher=$!',
+  'wait "$child"; code=$?',
+  'kill "$watcher" 2>/dev/null',
+  'rm -f "$dir/procs/$id" "$dir/signals/$id"',
+  'exit "$code"',
+].join('\n');
+
+const signalNames: Record<string, string> = {
+  SIGNAL_SIGKILL: 'KILL',
+  SIGNAL_SIGTERM: 'TERM',
+  '9': 'KILL',
+  '15': 'TERM',
+};
 
 /** Differently's error codes as Connect's. */
 const connectCodeOf: Record<string, ConnectCode> = {
@@ -85,6 +131,7 @@ export class E2bEnvd {
     cancelled: AbortSignal | undefined,
   ): Promise<(write: StreamWrite) => Promise<void>> {
     let prepared: Awaited<ReturnType<SandboxService['execStream']>> | undefined;
+    let pid = 0;
     let refusal: { code: ConnectCode; message: string } | undefined;
     try {
       const request = parseConnect(processStartSchema, firstEnvelope(body), 'process.Start');
@@ -104,11 +151,28 @@ export class E2bEnvd {
         maxExecStreamSeconds,
         deadlineMs === undefined ? maxExecStreamSeconds : Math.max(1, Math.ceil(deadlineMs / 1000)),
       );
+      pid = 1000 + randomInt(2_000_000_000);
+      // What List answers for it (its env's values stay out: they would be on the command line).
+      const config = JSON.stringify({
+        cmd: request.process.cmd,
+        args: request.process.args,
+        cwd: envdPath(request.process.cwd ?? e2bHome),
+        ...(request.tag !== undefined && { tag: request.tag }),
+      });
       prepared = await this.#deps.sandboxes.execStream(
         principal,
         id,
         {
-          args: [request.process.cmd, ...request.process.args],
+          args: [
+            '/bin/sh',
+            '-c',
+            processWrapper,
+            'e2b',
+            String(pid),
+            config,
+            request.process.cmd,
+            ...request.process.args,
+          ],
           env: env.data,
           cwd: envdPath(request.process.cwd ?? e2bHome),
           timeoutSeconds,
@@ -135,8 +199,8 @@ export class E2bEnvd {
         if (Date.now() - last >= keepAliveMs) void send({ event: { keepalive: {} } });
       }, keepAliveMs / 5);
       try {
-        // The pid is a stand-in: commands are not addressable after they start (docs/e2b.md).
-        await send({ event: { start: { pid: 1 } } });
+        // The pid names the command in List and SendSignal (it is not the process id inside the sandbox).
+        await send({ event: { start: { pid } } });
         let ended: Buffer | undefined;
         await produce(async (line) => {
           if ('stream' in line) {
@@ -209,12 +273,60 @@ export class E2bEnvd {
         );
         return { entry: await this.#stat(principal, id, destination) };
       }
+      case 'process.Process/List':
+        return { processes: await this.#processes(principal, id) };
+      case 'process.Process/SendSignal': {
+        const request = parseConnect(sendSignalSchema, input, 'SendSignal');
+        const signal = signalNames[String(request.signal)];
+        if (signal === undefined)
+          throw new ConnectError(
+            'invalid_argument',
+            `signal ${request.signal} is not offered (SIGKILL, SIGTERM)`,
+          );
+        const pid = request.process.pid;
+        if (!(await this.#processes(principal, id)).some((process) => process.pid === pid)) {
+          throw new ConnectError('not_found', `no running command with pid ${pid}`);
+        }
+        await this.#deps.operations.writeFile(
+          principal,
+          id,
+          `${processDir}/signals/${pid}`,
+          Buffer.from(signal),
+        );
+        return {};
+      }
       default:
         throw new ConnectError(
           'unimplemented',
           `${method} is not offered by Differently's E2B facade (docs/e2b.md lists what is)`,
         );
     }
+  }
+
+  /** The commands started through process.Start that still run (their entries fresh). */
+  async #processes(principal: OrgPrincipal, id: string) {
+    const entries = await this.#deps.operations
+      .listFiles(principal, id, `${processDir}/procs`)
+      .catch((error: unknown) => {
+        if (connectErrorOf(error).code === 'not_found') return [];
+        throw error;
+      });
+    const now = Date.now();
+    const processes: {
+      pid: number;
+      tag?: string;
+      config: { cmd: string; args: string[]; envs: Record<string, string>; cwd?: string };
+    }[] = [];
+    for (const entry of entries) {
+      const pid = Number(entry.name);
+      if (!Number.isInteger(pid) || now - Date.parse(entry.modifiedAt ?? '') > staleProcessMs) continue;
+      const text = await this.#deps.operations.readFile(principal, id, entry.path).catch(() => undefined);
+      const config = processConfigSchema.safeParse(safeJson(text?.toString('utf8') ?? ''));
+      if (!config.success) continue;
+      const { tag, ...rest } = config.data;
+      processes.push({ pid, ...(tag !== undefined && { tag }), config: { ...rest, envs: {} } });
+    }
+    return processes;
   }
 
   /** GET /files: the file's bytes. */
@@ -336,6 +448,21 @@ function entryInfo(item: FileInfo) {
     group: '',
     modifiedTime: item.modifiedAt,
   };
+}
+
+const processConfigSchema = z.object({
+  cmd: z.string(),
+  args: z.array(z.string()),
+  cwd: z.string().optional(),
+  tag: z.string().optional(),
+});
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function parseConnect<T extends Parameters<typeof parseBody>[0]>(schema: T, value: unknown, what: string) {

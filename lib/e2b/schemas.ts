@@ -85,3 +85,9 @@ export const listDirSchema = z.looseObject({
   depth: z.int().min(0).max(16).optional(),
 });
 export const moveSchema = z.looseObject({ source: z.string().min(1), destination: z.string().min(1) });
+
+/** process.Process/SendSignal: the process by pid (a tag selector is not offered), the signal by name or number. */
+export const sendSignalSchema = z.looseObject({
+  process: z.looseObject({ pid: z.int().min(0) }),
+  signal: z.union([z.string(), z.int()]),
+});

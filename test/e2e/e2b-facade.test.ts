@@ -190,11 +190,39 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       await expect(sandbox.pty.create({ cols: 80, rows: 24, onData: () => undefined })).rejects.toThrow(
         /unimplemented.*terminal/,
       );
-      await expect(sandbox.commands.list()).rejects.toThrow(/unimplemented/);
+      await expect(sandbox.commands.sendStdin(1234, 'x')).rejects.toThrow(/unimplemented/);
     } finally {
       await sandbox.kill();
     }
   });
+
+  it('lists a background command and kills it (its whole process group), from any container; a gone pid is false', async () => {
+    const sandbox = await Sandbox.create({ apiKey });
+    try {
+      const handle = await sandbox.commands.run('sh -c "sleep 300; echo never"', { background: true });
+      await expect
+        .poll(async () => (await sandbox.commands.list()).map((process) => process.pid), { timeout: 15_000 })
+        .toContain(handle.pid);
+      const listed = (await sandbox.commands.list()).find((process) => process.pid === handle.pid);
+      expect(listed).toMatchObject({
+        cmd: '/bin/bash',
+        args: ['-l', '-c', 'sh -c "sleep 300; echo never"'],
+        cwd: '/home/user',
+      });
+      expect(await sandbox.commands.kill(handle.pid)).toBe(true);
+      const ended = await handle.wait().catch((error: unknown) => error);
+      expect(ended).toMatchObject({ exitCode: 137 });
+      expect((ended as { stdout: string }).stdout).not.toContain('never');
+      await expect
+        .poll(async () => (await sandbox.commands.list()).map((process) => process.pid))
+        .not.toContain(handle.pid);
+      expect(await sandbox.commands.kill(handle.pid)).toBe(false);
+      // A finished command is gone from the list; one running in the foreground is there while it runs.
+      expect((await sandbox.commands.run('echo done')).stdout).toBe('done\n');
+    } finally {
+      await sandbox.kill();
+    }
+  }, 60_000);
 
   it('serves SDK 2.50 (create and connect without /v2) the same way', async () => {
     const sandbox = await SandboxV250.create({ apiKey });
