@@ -46,18 +46,20 @@ const processDir = '/tmp/.e2b';
 const staleProcessMs = 10_000;
 
 /**
- * Runs "$@" (the command) in its own session and process group, records it under processDir while it
- * runs, and delivers signals asked for there to its whole group. POSIX sh, setsid where present.
+ * Runs "$@" (the command), records it under processDir while it runs, and delivers a signal asked for
+ * there to the exec's whole process group (the wrapper, the command and all it started: the exec makes
+ * the wrapper its group's leader, so the backend's own timeout and delete still end everything), or to
+ * the command alone where the wrapper leads no group. POSIX sh only.
  */
 const processWrapper = [
   'id=$1; config=$2; shift 2',
   `dir=${processDir}; mkdir -p "$dir/procs" "$dir/signals" 2>/dev/null`,
   'printf %s "$config" > "$dir/procs/$id" 2>/dev/null',
-  'if command -v setsid >/dev/null 2>&1; then setsid "$@" & else "$@" & fi',
+  '"$@" &',
   'child=$!',
   '( n=0; while :; do sleep 0.1;',
-  '    if [ -e "$dir/signals/$id" ]; then sig=$(cat "$dir/signals/$id"); rm -f "$dir/signals/$id";',
-  '      kill -s "$sig" -- "-$child" 2>/dev/null || kill -s "$sig" "$child" 2>/dev/null; fi;',
+  '    if [ -e "$dir/signals/$id" ]; then sig=$(cat "$dir/signals/$id"); rm -f "$dir/signals/$id" "$dir/procs/$id";',
+  '      kill -s "$sig" -- "-$$" 2>/dev/null || kill -s "$sig" "$child" 2>/dev/null; fi;',
   '    n=$((n + 1)); [ $((n % 10)) -eq 0 ] && touch "$dir/procs/$id" 2>/dev/null;',
   '  done ) </dev/null >/dev/null 2>&1 &',
   'watcher=$!',

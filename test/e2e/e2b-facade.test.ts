@@ -217,7 +217,9 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
         .poll(async () => (await sandbox.commands.list()).map((process) => process.pid))
         .not.toContain(handle.pid);
       expect(await sandbox.commands.kill(handle.pid)).toBe(false);
-      // A finished command is gone from the list; one running in the foreground is there while it runs.
+      // A deadline still ends the command and everything it started: nothing is left listed.
+      await expect(sandbox.commands.run('sh -c "sleep 300"', { timeoutMs: 2000 })).rejects.toThrow();
+      await expect.poll(async () => (await sandbox.commands.list()).length, { timeout: 15_000 }).toBe(0);
       expect((await sandbox.commands.run('echo done')).stdout).toBe('done\n');
     } finally {
       await sandbox.kill();
