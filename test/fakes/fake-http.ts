@@ -75,10 +75,66 @@ export async function formDataOf(req: IncomingMessage, body: Buffer): Promise<Fo
   }).formData();
 }
 
+/** One answer of a fake, as a contract test checks it against the provider's published API. */
+export interface FakeExchange {
+  method: string;
+  /** Path and query, as received. */
+  path: string;
+  status: number;
+  contentType: string | undefined;
+  /** At most the first 64 KiB of the answer. */
+  body: Buffer;
+}
+
+const recordedBodyBytes = 64 * 1024;
+
+/** Keeps what a handler answers: status, content type and (the start of) the body. */
+function recordAnswer(req: IncomingMessage, res: ServerResponse, into: FakeExchange[]): void {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  const keep = (chunk: unknown) => {
+    if (chunk === undefined || chunk === null || typeof chunk === 'function' || kept >= recordedBodyBytes)
+      return;
+    const bytes = Buffer.from(chunk as string | Uint8Array);
+    chunks.push(bytes.subarray(0, recordedBodyBytes - kept));
+    kept += bytes.length;
+  };
+  // Headers given to writeHead are not always readable with getHeader afterwards: keep them here.
+  let contentType: string | undefined;
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    const headers = args.find((a, i) => i > 0 && typeof a === 'object' && a !== null);
+    for (const [name, value] of Object.entries((headers ?? {}) as Record<string, unknown>))
+      if (name.toLowerCase() === 'content-type') contentType = String(value);
+    return writeHead(...args);
+  }) as ServerResponse['writeHead'];
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((...args: unknown[]) => {
+    keep(args[0]);
+    return write(...args);
+  }) as ServerResponse['write'];
+  res.end = ((...args: unknown[]) => {
+    keep(args[0]);
+    const header = res.getHeader('content-type');
+    into.push({
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      status: res.statusCode,
+      contentType: contentType ?? (header === undefined ? undefined : String(header)),
+      body: Buffer.concat(chunks),
+    });
+    return end(...args);
+  }) as ServerResponse['end'];
+}
+
 /** A fake provider: its HTTP server on a free port and the host directories its sandboxes run in. */
 export abstract class FakeProvider {
   readonly host = new HostSandboxes();
   url = '';
+  /** Every answer given while `recording` is on, in order (contract tests validate them). */
+  readonly exchanges: FakeExchange[] = [];
+  recording = false;
   #http: FakeHttp | undefined;
 
   protected abstract handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void>;
@@ -87,7 +143,10 @@ export abstract class FakeProvider {
 
   async start(): Promise<this> {
     this.#http = await startFakeHttp(
-      (req, url, body, res) => this.handle(req, url, body, res),
+      (req, url, body, res) => {
+        if (this.recording) recordAnswer(req, res, this.exchanges);
+        return this.handle(req, url, body, res);
+      },
       (res, error) => this.internalError(res, error),
     );
     this.url = this.#http.url;

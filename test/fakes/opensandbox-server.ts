@@ -383,10 +383,16 @@ export class OpenSandboxFake extends FakeProvider {
     body: Buffer,
     res: ServerResponse,
   ): Promise<void> {
-    const sandbox = this.sandboxes.get(id);
+    const found = this.sandboxes.get(id);
+    // execd is reachable once the runtime has started the sandbox, by the server's clock.
+    const sandbox = found === undefined ? undefined : this.#advance(found);
     if (sandbox === undefined || sandbox.state !== 'Running')
       return send(res, 502, { code: 'BAD_GATEWAY', message: 'sandbox not reachable' });
-    if (path === '/ping') return send(res, 200, {});
+    // The published execd API declares both answers without a body.
+    if (path === '/ping') {
+      res.writeHead(200, { 'content-length': '0' }).end();
+      return;
+    }
     if (path === '/command' && req.method === 'POST') {
       const command = parseJson(body) as {
         command?: string;
@@ -433,7 +439,8 @@ export class OpenSandboxFake extends FakeProvider {
         });
       const { path: target } = JSON.parse(await metadata.text()) as { path: string };
       await this.host.write(id, target, new Uint8Array(await file.arrayBuffer()));
-      return send(res, 200, {});
+      res.writeHead(200, { 'content-length': '0' }).end();
+      return;
     }
     if (path === '/files/download' && req.method === 'GET') {
       const content = await this.host.read(id, url.searchParams.get('path') ?? '');
