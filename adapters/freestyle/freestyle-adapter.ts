@@ -37,8 +37,14 @@ import { sleep } from '../httpx/sleep.ts';
 import type { FreestyleConfig } from './config.ts';
 
 const metadataKeys = { sandboxId: 'dly-sandbox-id', installation: 'dly-installation' };
-/** Where the sandbox's env lives in the guest: written 0600 at create, sourced by every exec. */
+/**
+ * Where the sandbox's env lives in the guest: written at create, sourced by every exec. Commands run as
+ * the image's uid-1000 account when it has one (Freestyle's default), the API writes as root: the file
+ * must be readable by every account in the guest, all of which are the tenant's.
+ */
 const envFile = '/etc/differently/env';
+/** Files Differently writes (the env file and the tenant's own) are readable by any guest account. */
+const writtenFileMode = 0o644;
 /** exec-await's ceiling without the resumable-exec agent. */
 const maxExecMs = 300_000;
 const backgroundHeader = 'x-freestyle-background-request-id';
@@ -337,9 +343,10 @@ export class FreestyleAdapter
     const started = Date.now();
     const command = req.command ?? shellQuote(req.args ?? []);
     // No cwd field: change directory in the script. The sandbox env is sourced first, the exec's own
-    // env exported after it so it wins.
+    // env exported after it so it wins. An env file that cannot be read fails the command with the shell's
+    // own message: a command never runs without the env it was given.
     const script = [
-      `. ${envFile} 2>/dev/null`,
+      `if [ -e ${envFile} ]; then . ${envFile}; fi`,
       envScript(req.env ?? {}).trimEnd(),
       `${req.cwd === undefined ? '' : `cd ${singleQuoted(req.cwd)} && `}{ ${command}\n}`,
     ]
@@ -387,10 +394,11 @@ export class FreestyleAdapter
     const vm = `/v5/vms/${encodeURIComponent(ref)}`;
     const dir = path.slice(0, path.lastIndexOf('/')) || '/';
     await this.#send('POST', `${vm}/fs/mkdir`, { json: { path: dir }, signal: opts?.signal, accept: [409] });
+    const sha256 = createHash('sha256').update(content).digest('hex');
     if (content.length <= maxSimpleWriteBytes) {
-      // Mode 0600: files Differently writes are the owner's only.
+      // With its sha256, as Freestyle's own client sends it: a body damaged on the way is refused, not written.
       await this.#send('PUT', `${vm}/fs/write`, {
-        query: { path, mode: 0o600 },
+        query: { path, mode: writtenFileMode, sha256 },
         raw: content,
         signal: opts?.signal,
         idempotent: true,
@@ -398,9 +406,8 @@ export class FreestyleAdapter
       return;
     }
     // Larger files go through the resumable upload: chunks at their offsets, then a commit, checked by sha256.
-    const sha256 = createHash('sha256').update(content).digest('hex');
     const upload = await this.#call('POST', `${vm}/fs/uploads`, z.object({ uploadId: z.string().min(1) }), {
-      json: { path, size: content.length, sha256, mode: 0o600 },
+      json: { path, size: content.length, sha256, mode: writtenFileMode },
       signal: opts?.signal,
     });
     const base = `${vm}/fs/uploads/${encodeURIComponent(upload.uploadId)}`;

@@ -70,7 +70,7 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
     const manager = SandboxManager.create({ connectionConfig });
     const found = await manager.listSandboxInfos({ metadata: { team: 'contract' } });
     expect(found.items.map((s) => s.id)).toEqual([sandbox.id]);
-    expect(found.pagination.totalItems).toBe(1);
+    expect(found.pagination?.totalItems).toBe(1);
     const none = await manager.listSandboxInfos({ metadata: { team: 'nobody' } });
     expect(none.items).toEqual([]);
   });
@@ -78,7 +78,7 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
   it('renews the expiration', async () => {
     const before = (await sandbox.getInfo()).expiresAt as Date;
     const renewed = await sandbox.renew(3600);
-    expect(new Date(renewed.expiresAt).getTime()).toBeGreaterThan(before.getTime());
+    expect(new Date(String(renewed.expiresAt)).getTime()).toBeGreaterThan(before.getTime());
   });
 
   it('pauses and resumes', async () => {

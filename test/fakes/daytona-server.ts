@@ -7,7 +7,8 @@ import { FakeProvider, formDataOf, parseJson, sendJson } from './fake-http.ts';
  * Bearer auth, `/api/sandbox` with cursor paging and a JSON `labels` filter that is eventually consistent,
  * name lookups, 200 (not 201/202) on create with the pre-wait state, 400 for wrong-state actions and 409
  * while a transition is in flight, NestJS error bodies on the API and daemon bodies on the toolbox,
- * `/process/execute` with stdout and stderr merged and 408 on timeout.
+ * `/process/execute` with stdout and stderr merged and 408 on timeout, the toolbox file routes of the
+ * published toolbox client (upload-v2, download, list, and the SDK's bulk upload and multipart download).
  */
 interface FakeSandbox {
   id: string;
@@ -320,6 +321,54 @@ export class DaytonaFake extends FakeProvider {
       }
       await this.host.write(s.id, target, content);
       return sendJson(res, 200, { name: target.split('/').pop() ?? '', path: target, type: 'file' });
+    }
+    // The SDK's own uploads: `files[i].path` and `files[i].file` parts, any number of them.
+    if (path === '/files/bulk-upload' && method === 'POST') {
+      const form = await formDataOf(req, body);
+      for (let i = 0; form.has(`files[${i}].path`); i++) {
+        const destination = form.get(`files[${i}].path`);
+        const file = form.get(`files[${i}].file`);
+        if (typeof destination !== 'string' || !(file instanceof File))
+          return this.#toolboxError(
+            res,
+            400,
+            'BAD_REQUEST',
+            `files[${i}] needs a path and a file`,
+            path,
+            method,
+          );
+        await this.host.write(s.id, destination, new Uint8Array(await file.arrayBuffer()));
+      }
+      res.writeHead(200).end();
+      return;
+    }
+    // The SDK's own downloads: a multipart answer, a `file` part per path (named by it) or an `error` part.
+    if (path === '/files/bulk-download' && method === 'POST') {
+      const { paths } = (parseJson(body) ?? {}) as { paths?: unknown };
+      if (!Array.isArray(paths) || paths.some((p) => typeof p !== 'string'))
+        return this.#toolboxError(res, 400, 'BAD_REQUEST', 'paths must be a list of strings', path, method);
+      const form = new FormData();
+      for (const source of paths as string[]) {
+        const content = await this.host.read(s.id, source);
+        if (content === undefined)
+          form.append(
+            'error',
+            new Blob([JSON.stringify({ message: 'file not found', statusCode: 404, code: 'NOT_FOUND' })], {
+              type: 'application/json',
+            }),
+            source,
+          );
+        else
+          form.append(
+            'file',
+            new Blob([new Uint8Array(content)], { type: 'application/octet-stream' }),
+            source,
+          );
+      }
+      const answer = new Response(form);
+      res.writeHead(200, { 'content-type': answer.headers.get('content-type') ?? 'multipart/form-data' });
+      res.end(Buffer.from(await answer.arrayBuffer()));
+      return;
     }
     if (path === '/files/download' && method === 'GET') {
       const content = await this.host.read(s.id, target);

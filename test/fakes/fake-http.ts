@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HostSandboxes } from './host-sandboxes.ts';
+import { HostSandboxes, type HostSandboxesOptions } from './host-sandboxes.ts';
 
 /** The plumbing every fake provider shares: a server on a free 127.0.0.1 port, bodies, JSON answers. */
 export interface FakeHttp {
@@ -130,12 +130,16 @@ function recordAnswer(req: IncomingMessage, res: ServerResponse, into: FakeExcha
 
 /** A fake provider: its HTTP server on a free port and the host directories its sandboxes run in. */
 export abstract class FakeProvider {
-  readonly host = new HostSandboxes();
+  readonly host: HostSandboxes;
   url = '';
   /** Every answer given while `recording` is on, in order (contract tests validate them). */
   readonly exchanges: FakeExchange[] = [];
   recording = false;
   #http: FakeHttp | undefined;
+
+  constructor(host: HostSandboxesOptions = {}) {
+    this.host = new HostSandboxes(host);
+  }
 
   protected abstract handle(req: IncomingMessage, url: URL, body: Buffer, res: ServerResponse): Promise<void>;
   /** The provider's own shape for an unexpected failure. */

@@ -35,7 +35,14 @@ export class FreestyleFake extends FakeProvider {
   readonly tlsRules: unknown[] = [];
   readonly uploads = new Map<
     string,
-    { path: string; size: number; sha256: string | undefined; data: Buffer; received: number }
+    {
+      path: string;
+      mode: number | undefined;
+      size: number;
+      sha256: string | undefined;
+      data: Buffer;
+      received: number;
+    }
   >();
   readonly received: { createBodies: unknown[]; execBodies: unknown[]; resizeBodies: unknown[] } = {
     createBodies: [],
@@ -53,8 +60,14 @@ export class FreestyleFake extends FakeProvider {
   readonly #background = new Map<string, { polls: number; status: number; body: unknown }>();
   readonly #apiKey: string | undefined;
 
-  constructor(options: { apiKey?: string } = {}) {
-    super();
+  /**
+   * `linuxUser`: the account commands run as when an exec names none. Freestyle's default is the image's
+   * uid-1000 account (root only in an image without one), so that is the fake's default: on a root host
+   * its commands really run as uid 1000, and files the API writes are root's with the mode asked for
+   * (0600 when new and none is given, as Freestyle documents).
+   */
+  constructor(options: { apiKey?: string; linuxUser?: 'user' | 'root' } = {}) {
+    super(options.linuxUser === 'root' ? {} : { guestUser: { uid: 1000, gid: 1000 } });
     this.#apiKey = options.apiKey;
   }
 
@@ -281,6 +294,7 @@ export class FreestyleFake extends FakeProvider {
       timeoutMs?: number;
       env?: Record<string, string>;
       stdin?: string;
+      linuxUser?: string;
     };
     if (typeof b.command !== 'string')
       return sendJson(res, 400, { code: 'BAD_REQUEST', message: 'command is required' });
@@ -296,6 +310,7 @@ export class FreestyleFake extends FakeProvider {
     }
     const result = await this.host.run(vm.id, {
       command: b.command,
+      asRoot: b.linuxUser === 'root',
       env: b.env,
       stdin: b.stdin === undefined ? undefined : Buffer.from(b.stdin, 'base64').toString('utf8'),
       timeoutMs,
@@ -312,13 +327,14 @@ export class FreestyleFake extends FakeProvider {
     const parts = url.pathname.split('/').filter(Boolean);
     const uploadId = parts[5];
     if (uploadId === undefined && method === 'POST') {
-      const b = (parseJson(body) ?? {}) as { path?: string; size?: number; sha256?: string };
+      const b = (parseJson(body) ?? {}) as { path?: string; size?: number; sha256?: string; mode?: number };
       if (typeof b.path !== 'string' || typeof b.size !== 'number') {
         return sendJson(res, 400, { code: 'BAD_REQUEST', message: 'path and size are required' });
       }
       const id = randomUUID();
       this.uploads.set(id, {
         path: b.path,
+        mode: b.mode,
         size: b.size,
         sha256: b.sha256,
         data: Buffer.alloc(b.size),
@@ -343,11 +359,22 @@ export class FreestyleFake extends FakeProvider {
       if (upload.sha256 !== undefined && upload.sha256 !== digest) {
         return sendJson(res, 409, { code: 'CONFLICT', message: 'sha256 mismatch' });
       }
-      await this.host.write(vm.id, upload.path, new Uint8Array(upload.data));
+      await this.host.write(
+        vm.id,
+        upload.path,
+        new Uint8Array(upload.data),
+        await this.#modeFor(vm, upload.path, upload.mode),
+      );
       this.uploads.delete(uploadId);
       return sendJson(res, 200, {});
     }
     sendJson(res, 404, { code: 'NOT_FOUND', message: 'not found' });
+  }
+
+  /** The mode asked for, else the existing file's, else 0600. */
+  async #modeFor(vm: FakeVm, path: string, asked: string | number | null | undefined): Promise<number> {
+    if (asked !== null && asked !== undefined && asked !== '') return Number(asked);
+    return (await this.host.modeOf(vm.id, path)) ?? 0o600;
   }
 
   async #fs(
@@ -372,13 +399,14 @@ export class FreestyleFake extends FakeProvider {
       const content = await this.host.read(vm.id, path);
       if (content === undefined) return sendJson(res, 404, { code: 'NOT_FOUND', message: 'file not found' });
       // A read that opted into the background protocol has its bytes stored as the request's result,
-      // which has a size limit (not published; 1 MiB stands in): Freestyle's own client never opts in.
+      // which has a size limit (not published; 1 MiB stands in): the poll then answers the stored error
+      // BACKGROUND_RESULT_UNSTORABLE, as Freestyle's client expects it. Its own reads never opt in.
       if (
         req.headers['x-freestyle-background-after-secs'] !== undefined &&
         content.length > backgroundResultMaxBytes
       ) {
-        return sendJson(res, 500, {
-          code: 'INTERNAL',
+        return this.#maybeBackground(req, res, 500, {
+          code: 'BACKGROUND_RESULT_UNSTORABLE',
           message: 'background request result too large to store',
         });
       }
@@ -389,7 +417,15 @@ export class FreestyleFake extends FakeProvider {
     if (op === 'write' && method === 'PUT') {
       if (body.length > 8 * 1024 * 1024)
         return sendJson(res, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'use uploads' });
-      await this.host.write(vm.id, path, new Uint8Array(body));
+      const sha256 = url.searchParams.get('sha256');
+      if (sha256 !== null && createHash('sha256').update(body).digest('hex') !== sha256)
+        return sendJson(res, 400, { code: 'CHECKSUM_MISMATCH', message: 'body does not match sha256' });
+      await this.host.write(
+        vm.id,
+        path,
+        new Uint8Array(body),
+        await this.#modeFor(vm, path, url.searchParams.get('mode')),
+      );
       return sendJson(res, 200, {});
     }
     if (op === 'dir' && method === 'GET') {

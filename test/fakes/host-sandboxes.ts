@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { runProcess } from '../../adapters/devhost/run-process.ts';
@@ -11,6 +11,16 @@ export interface HostRun {
   stdin?: string | undefined;
   timeoutMs?: number | undefined;
   onOutput?: (event: ExecEvent) => void;
+  /** Run as root even where the sandbox has a guest account (a provider's `linuxUser: root`). */
+  asRoot?: boolean;
+}
+
+export interface HostSandboxesOptions {
+  /**
+   * The image's own account that commands run as by default (Freestyle's uid-1000 user). Only a root host
+   * can switch users: elsewhere commands run as the host user and this has no effect.
+   */
+  guestUser?: { uid: number; gid: number };
 }
 
 /**
@@ -20,14 +30,33 @@ export interface HostRun {
  */
 export class HostSandboxes {
   readonly #root: Promise<string>;
+  /** Set only where it can take effect: on a root host. */
+  readonly #guestUser: { uid: number; gid: number } | undefined;
 
-  constructor() {
-    this.#root = mkdtemp(join(tmpdir(), 'fake-provider-'));
+  constructor(options: HostSandboxesOptions = {}) {
+    this.#guestUser = process.getuid?.() === 0 ? options.guestUser : undefined;
+    this.#root = mkdtemp(join(tmpdir(), 'fake-provider-')).then(async (root) => {
+      // The guest account must be able to walk to its sandbox.
+      if (this.#guestUser !== undefined) await chmod(root, 0o711);
+      return root;
+    });
+  }
+
+  /** True where commands really run as the guest account (a root host with `guestUser`). */
+  get switchesUser(): boolean {
+    return this.#guestUser !== undefined;
   }
 
   async dir(id: string): Promise<string> {
     const dir = join(await this.#root, id.replace(/[^A-Za-z0-9_-]/g, '_'));
     await mkdir(join(dir, 'work'), { recursive: true });
+    await mkdir(join(dir, 'tmp'), { recursive: true });
+    if (this.#guestUser !== undefined) {
+      // The guest's own folders are its account's, as in an image; the rest stays root's.
+      const { uid, gid } = this.#guestUser;
+      for (const folder of [dir, join(dir, 'work'), join(dir, 'tmp')]) await chown(folder, uid, gid);
+      await chmod(join(dir, 'tmp'), 0o1777);
+    }
     return dir;
   }
 
@@ -51,8 +80,8 @@ export class HostSandboxes {
       /(^|[\s<>'"=(;|&])\/(tmp|work|etc\/differently)(?=[/\s'";|&)]|$)/g,
       `$1${root}/$2`,
     );
-    await mkdir(join(root, 'tmp'), { recursive: true });
     const result = await runProcess({
+      ...(this.#guestUser !== undefined && run.asRoot !== true && { user: this.#guestUser }),
       argv: [command],
       shell: true,
       cwd,
@@ -68,10 +97,21 @@ export class HostSandboxes {
     return { stdout, stderr, exitCode: result.exitCode, timedOut: result.timedOut };
   }
 
-  async write(id: string, guest: string, content: Uint8Array): Promise<void> {
+  /** Written by the host (root where the host is root), with `mode` if given. */
+  async write(id: string, guest: string, content: Uint8Array, mode?: number): Promise<void> {
     const path = await this.path(id, guest);
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, content);
+    if (mode !== undefined) await chmod(path, mode);
+  }
+
+  /** The permission bits of a guest file, or undefined when there is none. */
+  async modeOf(id: string, guest: string): Promise<number | undefined> {
+    try {
+      return (await stat(await this.path(id, guest))).mode & 0o7777;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The bytes, or undefined when there is no such file. */

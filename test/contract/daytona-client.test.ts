@@ -1,0 +1,102 @@
+import { Configuration, FileSystemApi } from '@daytona/toolbox-api-client';
+import { Daytona, type Sandbox } from '@daytonaio/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DaytonaFake } from '../fakes/daytona-server.ts';
+
+/**
+ * Daytona's own published clients (@daytonaio/sdk and the toolbox client it is built on, pinned) against
+ * the fake, for every operation the adapter uses: create and wait for started, get, list by labels, exec,
+ * the toolbox file routes the adapter calls (upload-v2, download, list) and the SDK's own bulk upload and
+ * download, stop/start, snapshot by name then delete by id, delete.
+ */
+const apiKey = 'dtn-contract-key';
+
+describe('the Daytona fake, as the official clients read it', () => {
+  const fake = new DaytonaFake({ apiKey });
+  let daytona: Daytona;
+  let sandbox: Sandbox;
+  const toolboxFiles = () =>
+    new FileSystemApi(
+      new Configuration({
+        basePath: `${sandbox.toolboxProxyUrl}/${sandbox.id}`,
+        baseOptions: { headers: { Authorization: `Bearer ${apiKey}` } },
+      }),
+    );
+
+  beforeAll(async () => {
+    await fake.start();
+    daytona = new Daytona({ apiKey, apiUrl: `${fake.url}/api`, target: 'us' });
+    sandbox = await daytona.create(
+      { labels: { team: 'contract' }, envVars: { GREETING: 'hello' } },
+      { timeout: 10 },
+    );
+  });
+  afterAll(async () => {
+    await fake.stop();
+  });
+
+  it('creates a sandbox and waits until it is started', async () => {
+    expect(sandbox.state).toBe('started');
+    const again = await daytona.get(sandbox.id);
+    expect(again.id).toBe(sandbox.id);
+    expect(again.labels.team).toBe('contract');
+  });
+
+  it('runs a command (stdout and stderr merged, exit code)', async () => {
+    const ok = await sandbox.process.executeCommand('echo "$GREETING" out; echo err >&2');
+    expect(ok.exitCode).toBe(0);
+    expect(ok.result).toContain('hello out');
+    expect(ok.result).toContain('err');
+    expect((await sandbox.process.executeCommand('exit 4')).exitCode).toBe(4);
+  });
+
+  it('uploads, downloads and lists files on the toolbox routes the adapter uses', async () => {
+    const files = toolboxFiles();
+    const uploaded = await files.uploadFile('/work/notes.txt', new File(['contract text'], 'notes.txt'));
+    expect(uploaded.data).toMatchObject({ path: '/work/notes.txt' });
+    const downloaded = await files.downloadFile('/work/notes.txt', { responseType: 'arraybuffer' });
+    expect(Buffer.from(downloaded.data as unknown as ArrayBuffer).toString()).toBe('contract text');
+    const listed = await sandbox.fs.listFiles('/work');
+    expect(listed.map((f) => f.name)).toContain('notes.txt');
+    expect(listed.find((f) => f.name === 'notes.txt')).toMatchObject({ isDir: false, size: 13 });
+  });
+
+  it("uploads and downloads with the SDK's own bulk calls", async () => {
+    await sandbox.fs.uploadFile(Buffer.from('bulk text'), '/work/bulk.txt');
+    expect((await sandbox.fs.downloadFile('/work/bulk.txt')).toString()).toBe('bulk text');
+    await expect(sandbox.fs.downloadFile('/work/missing.txt')).rejects.toThrow(/not found/);
+  });
+
+  it('lists sandboxes by labels', async () => {
+    const found: string[] = [];
+    for await (const s of daytona.list({ labels: { team: 'contract' } })) found.push(s.id);
+    expect(found).toEqual([sandbox.id]);
+    const none: string[] = [];
+    for await (const s of daytona.list({ labels: { team: 'nobody' } })) none.push(s.id);
+    expect(none).toEqual([]);
+  });
+
+  it('stops and starts', async () => {
+    await sandbox.stop(10);
+    expect(sandbox.state).toBe('stopped');
+    await sandbox.start(10);
+    expect(sandbox.state).toBe('started');
+    expect((await sandbox.process.executeCommand('cat /work/notes.txt')).result).toBe('contract text');
+  });
+
+  it('takes a snapshot by name, starts from it and deletes it by id', async () => {
+    await sandbox.createSnapshot('contract-snap', 10);
+    const snapshot = await daytona.snapshot.get('contract-snap');
+    expect(snapshot.name).toBe('contract-snap');
+    const restored = await daytona.create({ snapshot: 'contract-snap' }, { timeout: 10 });
+    expect((await restored.process.executeCommand('cat /work/notes.txt')).result).toBe('contract text');
+    await restored.delete(10, true);
+    await daytona.snapshot.delete(snapshot);
+    await expect(daytona.snapshot.get('contract-snap')).rejects.toThrow(/not found/);
+  });
+
+  it('deletes the sandbox', async () => {
+    await sandbox.delete(10, true);
+    await expect(daytona.get(sandbox.id)).rejects.toThrow(/not found/);
+  });
+});
