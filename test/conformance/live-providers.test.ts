@@ -1,3 +1,5 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'vitest';
 import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
 import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
@@ -8,6 +10,7 @@ import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-mic
 import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
 import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
+import { ExchangeRecorder } from '../recordings/recorder.ts';
 import { adapterConformance } from './adapter-conformance.ts';
 
 /**
@@ -20,11 +23,18 @@ import { adapterConformance } from './adapter-conformance.ts';
  *   DIFFERENTLY_LIVE_LAMBDA_MICROVMS=<image ARN built from examples/lambda-microvms> AWS_REGION=... \
  *     [DIFFERENTLY_LIVE_LAMBDA_MICROVMS_ROLE=<execution role ARN>] npm run conformance
  *     (AWS credentials from the default chain; the caller needs the actions docs/providers.md lists)
+ *
+ * With DIFFERENTLY_RECORD=1, the HTTP providers' runs are recorded, redacted, into
+ * test/recordings/<provider>/ (test/recordings/recorder.ts), which test/contract/recordings.test.ts then
+ * holds the fakes to. Lambda MicroVMs goes through the AWS SDK, not fetch, and is not recorded.
  */
 const live: {
   name: string;
   variable: string;
-  build: () => ExecutionAdapter;
+  /** `fetch`: the recorder's, when recording. */
+  build: (fetch?: typeof globalThis.fetch) => ExecutionAdapter;
+  /** What the recording is made of: the provider's folder, its base URL and the credentials to redact. */
+  records?: { provider: string; baseUrl: () => string; secrets: () => string[] };
   workdir: string;
   pwd?: RegExp;
   deviations?: Record<string, boolean>;
@@ -32,30 +42,52 @@ const live: {
   {
     name: 'opensandbox (live)',
     variable: 'OPENSANDBOX_URL',
-    build: () =>
+    build: (fetch) =>
       new OpenSandboxAdapter(
         openSandboxConfigSchema.parse({ apiURL: process.env.OPENSANDBOX_URL }),
         process.env.OPENSANDBOX_API_KEY,
+        undefined,
+        fetch,
       ),
+    records: {
+      provider: 'opensandbox',
+      baseUrl: () => process.env.OPENSANDBOX_URL ?? '',
+      secrets: () => [process.env.OPENSANDBOX_API_KEY ?? ''],
+    },
     workdir: '/tmp',
   },
   {
     name: 'daytona (live)',
     variable: 'DAYTONA_API_KEY',
-    build: () =>
+    build: (fetch) =>
       new DaytonaAdapter(
         daytonaConfigSchema.parse(
           process.env.DAYTONA_API_URL === undefined ? {} : { apiURL: process.env.DAYTONA_API_URL },
         ),
         process.env.DAYTONA_API_KEY,
+        fetch,
       ),
+    records: {
+      provider: 'daytona',
+      baseUrl: () =>
+        daytonaConfigSchema.parse(
+          process.env.DAYTONA_API_URL === undefined ? {} : { apiURL: process.env.DAYTONA_API_URL },
+        ).apiURL,
+      secrets: () => [process.env.DAYTONA_API_KEY ?? ''],
+    },
     workdir: '/home/daytona',
     deviations: { stdinUnsupported: true, combinedOutput: true },
   },
   {
     name: 'freestyle (live)',
     variable: 'FREESTYLE_API_KEY',
-    build: () => new FreestyleAdapter(freestyleConfigSchema.parse({}), process.env.FREESTYLE_API_KEY),
+    build: (fetch) =>
+      new FreestyleAdapter(freestyleConfigSchema.parse({}), process.env.FREESTYLE_API_KEY, fetch),
+    records: {
+      provider: 'freestyle',
+      baseUrl: () => freestyleConfigSchema.parse({}).apiURL,
+      secrets: () => [process.env.FREESTYLE_API_KEY ?? ''],
+    },
     workdir: '/root',
     deviations: { listingsWithoutSize: true },
   },
@@ -77,6 +109,8 @@ const live: {
   },
 ];
 
+const recordingsFolder = join(dirname(fileURLToPath(import.meta.url)), '..', 'recordings');
+
 for (const provider of live) {
   const value = process.env[provider.variable];
   if (value === undefined || value === '') {
@@ -89,9 +123,27 @@ for (const provider of live) {
   adapterConformance(
     provider.name,
     async () => {
-      const adapter = provider.build();
+      const records = process.env.DIFFERENTLY_RECORD === '1' ? provider.records : undefined;
+      const recorder =
+        records === undefined
+          ? undefined
+          : new ExchangeRecorder({
+              provider: records.provider,
+              baseUrl: records.baseUrl(),
+              secrets: records.secrets(),
+            });
+      const adapter = provider.build(recorder?.fetch);
       return {
         adapter,
+        ...(recorder !== undefined &&
+          records !== undefined && {
+            close: async () => {
+              const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+              const file = join(recordingsFolder, records.provider, `${stamp}.json`);
+              await recorder.save(file);
+              console.info(`recorded ${records.provider} into ${file}`);
+            },
+          }),
         features: (await adapter.capabilities()).features,
         workdir: provider.workdir,
         ...(provider.pwd && { pwd: provider.pwd }),
