@@ -93,6 +93,9 @@ export function endDevhostCommands(): void {
  * allowed in dev mode only. The sandbox's `/` is its `fs` directory; cwd and file paths resolve there.
  * The control plane's own environment is never passed to commands (it may hold keys).
  */
+/** The only template a devhost pool has: the host environment (npm start's catalog names it too). */
+export const devhostTemplate = 'default';
+
 export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
   readonly #config: DevhostConfig;
 
@@ -159,7 +162,9 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       maxCPU: 0,
       maxMemoryMiB: 0,
       maxDiskGiB: 0,
-      templates: [],
+      // Commands run in the host's own environment: there is one template, and another name is refused
+      // at create (placement says why) instead of being ignored.
+      templates: [devhostTemplate],
       regions: [],
     };
   }

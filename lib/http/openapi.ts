@@ -1,5 +1,22 @@
 import * as z from 'zod';
+import { errorEnvelopeSchema } from '../schemas/common.ts';
+import { documentedStatuses } from './documented-statuses.ts';
 import type { RouteDefinition } from './types.ts';
+
+/** What each status the router adds by itself means. */
+const statusDescriptions: Record<number, string> = {
+  400: 'The request is not valid (path, query or body), or the body is not JSON',
+  401: 'No key, or a key that is not valid',
+  403: 'A key of the other kind (an organization key on an admin route, the admin key on an organization route)',
+  404: "No such object in your organization (another organization's objects are 404 too)",
+  409: 'The object is not in a state that allows this',
+  413: 'The body is larger than this route takes',
+  422: 'The pool or backend cannot do this',
+  429: 'A quota or rate limit: retry later',
+  500: 'An internal error (its cause is logged, never shown)',
+  501: 'Not supported by this backend',
+  503: 'The backend is unavailable: retry later',
+};
 
 type JsonSchema = Record<string, unknown>;
 
@@ -40,9 +57,16 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     const responses: Record<string, JsonSchema> = {};
-    for (const [status, schema] of Object.entries(route.responses)) {
-      const code = Number(status);
-      if (code === 204) {
+    for (const code of documentedStatuses(route)) {
+      const status = String(code);
+      const schema = code in route.responses ? route.responses[code] : errorEnvelopeSchema;
+      if (schema === errorEnvelopeSchema) {
+        // One error envelope for every route, described once.
+        responses[status] = {
+          description: statusDescriptions[code] ?? 'An error',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
+      } else if (code === 204) {
         responses[status] = { description: 'No content' };
       } else if (schema === null || schema === undefined) {
         const raw = route.rawResponse ?? {
@@ -58,8 +82,23 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
       } else {
         responses[status] = {
           description:
-            code < 400 ? 'Success' : 'An error, in the envelope {"error": {"code", "message", "details"}}',
-          content: { 'application/json': { schema: jsonSchema(schema, 'output') } },
+            code < 400
+              ? 'Success'
+              : `${statusDescriptions[code] ?? 'An error'}, in the envelope {"error": {"code", "message", "details"}}`,
+          content: {
+            'application/json': { schema: jsonSchema(schema, 'output') },
+            // A streamed answer of the same operation (exec with ?stream=1).
+            ...(code < 300 &&
+              route.streamResponse !== undefined && {
+                [route.streamResponse.mediaType]: {
+                  schema: {
+                    type: 'string',
+                    contentMediaType: route.streamResponse.mediaType,
+                    description: route.streamResponse.description,
+                  },
+                },
+              }),
+          },
         };
       }
     }
@@ -82,7 +121,8 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
     const operation: JsonSchema = {
       operationId: operationId(route),
       summary: route.summary,
-      ...(route.auth !== 'none' && { security: [{ bearer: [] }] }),
+      // Public routes say so: the document's default is the bearer key.
+      ...(route.auth === 'none' && { security: [] }),
       ...(route.auth === 'admin' && { tags: ['admin'] }),
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(requestBody !== undefined && { requestBody }),
@@ -94,6 +134,14 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
   }
   return {
     openapi: '3.1.0',
+    servers: [
+      {
+        url: '{baseUrl}',
+        description: "The API's address: `npm start` prints it; a deployed stack's is its ApiUrl output",
+        variables: { baseUrl: { default: 'http://127.0.0.1:8080' } },
+      },
+    ],
+    security: [{ bearer: [] }],
     info: {
       title: 'Differently',
       version,
@@ -101,6 +149,13 @@ export function openApiDocument(routes: readonly RouteDefinition[], version: str
         'A sandbox control plane. Every error is {"error": {"code", "message", "details"}}; another organization\'s objects are 404.',
     },
     components: {
+      schemas: {
+        Error: {
+          ...jsonSchema(errorEnvelopeSchema, 'output'),
+          description:
+            'Every error: {"error": {"code", "message", "details"}}, the code one of the seeds\' codes',
+        },
+      },
       securitySchemes: {
         bearer: {
           type: 'http',

@@ -3,6 +3,7 @@ import { describeIssues, formatIssues } from '../config.ts';
 import { ApiError, errors, isApiError, toErrorResponse } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { Authenticator, Principal } from '../tenancy/auth.ts';
+import { documentedStatuses } from './documented-statuses.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
 
 /** JSON bodies above this are refused before parsing: API Gateway and Lambda cap payloads at 6 MB. */
@@ -43,10 +44,23 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
   const compiled = routes.map(compile);
 
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
+    // The route the request matched, for the check of an error's status against its document.
+    const matched: { definition?: RouteDefinition } = {};
     try {
-      return await dispatch(request);
-    } catch (error) {
-      const { status, body, masked } = toErrorResponse(error);
+      return await dispatch(request, matched);
+    } catch (thrown) {
+      let error = thrown;
+      let { status, body, masked } = toErrorResponse(error);
+      if (
+        deps.validateResponses === true &&
+        matched.definition !== undefined &&
+        !documentedStatuses(matched.definition).includes(status)
+      ) {
+        error = new Error(
+          `${matched.definition.method} ${matched.definition.path} answered ${status} (${body.error.code}: ${body.error.message}), which it does not declare`,
+        );
+        ({ status, body, masked } = toErrorResponse(error));
+      }
       if (masked) {
         deps.log.error('unhandled error', {
           requestId: request.requestId,
@@ -55,6 +69,13 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
         });
       }
       const response = json(status, body);
+      // A 401 says how to authenticate, as HTTP asks (RFC 6750): MCP clients and gateways read it, and
+      // an offered key that is not valid is `invalid_token` with the reason.
+      if (status === 401)
+        response.headers['www-authenticate'] =
+          request.headers.authorization === undefined
+            ? 'Bearer realm="differently"'
+            : `Bearer realm="differently", error="invalid_token", error_description="${body.error.message.replace(/["\\]/g, '')}"`;
       // A 405 names the methods the path takes, as HTTP asks.
       if (isApiError(error) && error.code === 'method_not_allowed' && Array.isArray(error.details.allow))
         response.headers.allow = error.details.allow.join(', ');
@@ -62,13 +83,17 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     }
   };
 
-  async function dispatch(request: HttpRequest): Promise<HttpResponse> {
+  async function dispatch(
+    request: HttpRequest,
+    matched: { definition?: RouteDefinition },
+  ): Promise<HttpResponse> {
     const allowed: string[] = [];
     for (const candidate of compiled) {
       const match = candidate.pattern.exec(request.path);
       if (match === null) continue;
       allowed.push(candidate.definition.method);
       if (candidate.definition.method !== request.method.toUpperCase()) continue;
+      matched.definition = candidate.definition;
       const rawParams = Object.fromEntries(
         candidate.paramNames.map((name, index) => [name, decodePathSegment(match[index + 1] ?? '')]),
       );
@@ -126,7 +151,7 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
 }
 
 function checkResponse(definition: RouteDefinition, status: number, body: unknown): void {
-  if (!(status in definition.responses)) {
+  if (!documentedStatuses(definition).includes(status)) {
     throw new Error(`${definition.method} ${definition.path} answered ${status}, which it does not declare`);
   }
   const schema = definition.responses[status];

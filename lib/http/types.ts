@@ -89,6 +89,8 @@ export interface RouteDefinition<
   /** The media types of the answers a `null` response schema stands for (default: file bytes). */
   rawResponse?: { mediaTypes: string[]; description: string };
   responses: Record<number, z.ZodType | null>;
+  /** A second media type of the success answer, streamed (exec's `?stream=1`). */
+  streamResponse?: { mediaType: string; description: string };
   /**
    * Records the handler reads next, fetched with the caller's key in one round trip (from the raw path
    * parameters, before validation: an id that is not one is simply not read along).

@@ -6,7 +6,7 @@ import {
   openSandboxExecdContract,
   openSandboxLifecycleContract,
 } from '../fixtures/opensandbox-response-schemas.ts';
-import { PublishedOpenApi, providerSpecsFolder } from './published-openapi.ts';
+import { OpenApiValidator, providerSpecsFolder } from '../helpers/openapi-validator.ts';
 
 const specs = providerSpecsFolder();
 
@@ -120,14 +120,14 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
   const documents = [
     {
       name: 'the contract written from the published documents',
-      lifecycle: () => new PublishedOpenApi(openSandboxLifecycleContract),
-      execd: () => new PublishedOpenApi(openSandboxExecdContract),
+      lifecycle: () => new OpenApiValidator(openSandboxLifecycleContract),
+      execd: () => new OpenApiValidator(openSandboxExecdContract),
       skip: false,
     },
     {
       name: 'the published OpenAPI documents themselves',
-      lifecycle: () => new PublishedOpenApi(join(specs ?? '', 'sandbox-lifecycle.yml')),
-      execd: () => new PublishedOpenApi(join(specs ?? '', 'execd-api.yaml')),
+      lifecycle: () => new OpenApiValidator(join(specs ?? '', 'sandbox-lifecycle.yml')),
+      execd: () => new OpenApiValidator(join(specs ?? '', 'execd-api.yaml')),
       // They are the provider's files, not this repository's: checked where they are present.
       skip: specs === undefined,
     },

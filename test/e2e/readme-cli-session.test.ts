@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { startValidatingProxy, type ValidatingProxy } from '../helpers/validating-proxy.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -33,17 +34,22 @@ function paste(script: string, env: Record<string, string>) {
 
 describe("the README's CLI session", () => {
   let runtime: LocalRuntime;
+  // The sessions go through a validating gateway: every request and answer must be in docs/openapi.json.
+  let gateway: ValidatingProxy;
   beforeAll(async () => {
     runtime = await startLocalRuntime({ sweepIntervalSeconds: 0, reconcileIntervalSeconds: 0 });
+    gateway = await startValidatingProxy(runtime.url);
   });
   afterAll(async () => {
+    await gateway?.close();
     await runtime?.stop();
   });
 
   it('pastes as is into a shell in the repository, against npm start', async () => {
     // Only the address differs from `npm start`'s default port. As in an interactive shell, a failing
     // command does not stop the session (one fails on purpose): every step's output is checked instead.
-    const script = `set -uo pipefail\n${session().replace('http://127.0.0.1:8080', runtime.url)}`;
+    const script = `set -uo pipefail\n${session().replace('http://127.0.0.1:8080', gateway.url)}`;
+    const before = gateway.checked();
     const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
       (resolve) => {
         execFile(
@@ -75,11 +81,14 @@ describe("the README's CLI session", () => {
     expect(stdout).toMatch(/examples\/differently\.json: ok \(2 pools\)/);
     expect(stdout).toContain('lab-fleet');
     expect(stdout).toContain('external placement: allowed');
+    expect(gateway.checked() - before).toBeGreaterThan(15);
+    expect(gateway.problems).toEqual([]);
   }, 300_000);
 
   it('the curl session pastes as is too', async () => {
+    const before = gateway.checked();
     const script = `set -uo pipefail\n${session('## A first session with curl')
-      .replace('http://127.0.0.1:8080', runtime.url)
+      .replace('http://127.0.0.1:8080', gateway.url)
       .replace('ADMIN=<the admin key npm start printed>', `ADMIN=${runtime.adminKey}`)}`;
     const { code, stdout, stderr } = await paste(script, {});
     expect(code, `${stdout}\n${stderr}`).toBe(0);
@@ -90,6 +99,8 @@ describe("the README's CLI session", () => {
     // The file written through the API, read back through the API.
     expect(stdout).toMatch(/^hi/m);
     expect(stdout).toContain('"terminating"');
+    expect(gateway.checked() - before).toBeGreaterThan(10);
+    expect(gateway.problems).toEqual([]);
   }, 120_000);
 
   it('the E2B session pastes as is too, after the CLI session made an org', async () => {

@@ -21,6 +21,10 @@ describe('one Node story', () => {
     const nvmrc = readFileSync(new URL('.nvmrc', root), 'utf8').trim();
     expect(manifest.devDependencies.node.split('.')[0]).toBe(nvmrc);
     expect(readme).toContain(`\`.nvmrc\` says ${nvmrc}`);
+    // The deployment guide asks for the same Node as the README.
+    const deploy = readFileSync(new URL('docs/deploy.md', root), 'utf8');
+    expect(deploy).toContain(`Node.js ${minimum} or later with npm 11`);
+    expect(deploy).not.toMatch(/Node\.js ≥ ?20\b/);
     // The scripts and tests run on that Node, whatever Node ran npm.
     expect(process.versions.node.split('.')[0]).toBe(nvmrc);
   });

@@ -53,7 +53,13 @@ export function operationsRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       query: pathQuerySchema,
-      responses: { 200: fileListSchema, 404: errorSchema, 409: errorSchema, 501: errorSchema },
+      responses: {
+        200: fileListSchema,
+        404: errorSchema,
+        409: errorSchema,
+        501: errorSchema,
+        503: errorSchema,
+      },
       handle: async ({ principal, params, query }) => ({
         status: 200,
         body: { items: await operations.listFiles(principal, params.id, query.path) },
@@ -66,7 +72,14 @@ export function operationsRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       query: pathQuerySchema,
-      responses: { 200: null, 404: errorSchema, 409: errorSchema, 413: errorSchema, 501: errorSchema },
+      responses: {
+        200: null,
+        404: errorSchema,
+        409: errorSchema,
+        413: errorSchema,
+        501: errorSchema,
+        503: errorSchema,
+      },
       handle: async ({ principal, params, query }) => ({
         status: 200,
         raw: await operations.readFile(principal, params.id, query.path),
@@ -80,7 +93,14 @@ export function operationsRoutes(deps: RouteDeps): RouteDefinition[] {
       params: sandboxParams,
       query: pathQuerySchema,
       rawBody: { maxBytes: maxFileBytes },
-      responses: { 204: null, 404: errorSchema, 409: errorSchema, 413: errorSchema, 501: errorSchema },
+      responses: {
+        204: null,
+        404: errorSchema,
+        409: errorSchema,
+        413: errorSchema,
+        501: errorSchema,
+        503: errorSchema,
+      },
       handle: async ({ principal, params, query, request }) => {
         await operations.writeFile(principal, params.id, query.path, request.body ?? Buffer.alloc(0));
         return { status: 204 };
@@ -111,7 +131,7 @@ export function operationsRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       body: portRequestSchema,
-      responses: { 200: portSchema, 404: errorSchema, 409: errorSchema, 501: errorSchema },
+      responses: { 200: portSchema, 404: errorSchema, 409: errorSchema, 501: errorSchema, 503: errorSchema },
       handle: async ({ principal, params, body }) => ({
         status: 200,
         body: await operations.exposePort(principal, params.id, body.port),

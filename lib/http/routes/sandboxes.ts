@@ -38,7 +38,14 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       summary: 'Create a sandbox; it is queued and placed asynchronously',
       auth: 'org',
       body: createSandboxSchema,
-      responses: { 202: sandboxSchema, 400: errorSchema },
+      responses: {
+        202: sandboxSchema,
+        400: errorSchema,
+        404: errorSchema,
+        409: errorSchema,
+        422: errorSchema,
+        429: errorSchema,
+      },
       readAlong: () => ({ org: true, poolsVersion: true }),
       handle: async ({ principal, body, request, along }) => {
         const key = idempotencyKeyOf(request.headers['idempotency-key']);
@@ -83,7 +90,7 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       body: updateSandboxSchema,
-      responses: { 200: updatedSandboxSchema, 404: errorSchema, 409: errorSchema },
+      responses: { 200: updatedSandboxSchema, 404: errorSchema, 409: errorSchema, 503: errorSchema },
       handle: async ({ principal, params, body }) => ({
         status: 200,
         body: await sandboxes.update(principal, params.id, body),
@@ -111,7 +118,18 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       body: execRequestSchema,
-      responses: { 200: execResultSchema, 404: errorSchema, 409: errorSchema },
+      responses: {
+        200: execResultSchema,
+        404: errorSchema,
+        409: errorSchema,
+        501: errorSchema,
+        503: errorSchema,
+      },
+      streamResponse: {
+        mediaType: 'application/x-ndjson',
+        description:
+          'With ?stream=1: one JSON object a line, {"stream": "stdout"|"stderr", "data"} as produced, ending in {"exitCode"} or {"error": {"code", "message"}}; blank lines keep a silent command\'s connection open',
+      },
       query: execQuerySchema,
       readAlong: sandboxAlong,
       handle: async ({ principal, params, body, query, request, along }) => {

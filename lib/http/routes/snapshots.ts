@@ -73,7 +73,7 @@ export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
         'Delete a snapshot (its record always; the backend snapshot when reachable, else named as left behind)',
       auth: 'org',
       params: snapshotParams,
-      responses: { 200: snapshotDeletedSchema, 404: errorSchema, 409: errorSchema },
+      responses: { 200: snapshotDeletedSchema, 404: errorSchema, 409: errorSchema, 503: errorSchema },
       handle: async ({ principal, params }) => ({
         status: 200,
         body: await operations.deleteSnapshot(principal, params.id),

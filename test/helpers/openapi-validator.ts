@@ -3,15 +3,31 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { parse as parseYaml } from 'yaml';
-import type { FakeExchange } from '../fakes/fake-http.ts';
 
 /**
- * Holds a fake's answers to a provider's published OpenAPI document (3.1): the operation must exist, the
- * status must be declared (or `default`), the content type must be one the operation declares, an answer
- * declared without content must be empty, and a JSON body must match the declared schema.
- *
- * The published files are not part of this repository (they are the provider's). They are read from
- * DIFFERENTLY_PROVIDER_SPECS, or from ../shared/reference/providers/specs beside the checkout.
+ * Holds HTTP exchanges to an OpenAPI 3.1 document, as a validating gateway (Prism) would: the operation
+ * must exist; a request body's media type must be one the operation accepts; the answer's status must be
+ * declared (or `default`), its content type one the status declares, an answer declared without content
+ * must be empty, and a JSON body must match the declared schema. Used for providers' published documents
+ * (their fakes' answers) and for Differently's own (docs/openapi.json, the API's answers).
+ */
+export interface HttpExchange {
+  method: string;
+  /** Path and query, as sent. */
+  path: string;
+  /** The request's media type, where it had a body. */
+  requestContentType?: string | undefined;
+  requestHasBody?: boolean;
+  status: number;
+  contentType: string | undefined;
+  /** The answer (or its first bytes: a JSON body cut short is not checked against its schema). */
+  body: Buffer;
+  bodyComplete?: boolean;
+}
+
+/**
+ * Providers' published files are not part of this repository (they are the providers'). They are read
+ * from DIFFERENTLY_PROVIDER_SPECS, or from ../shared/reference/providers/specs beside the checkout.
  */
 export function providerSpecsFolder(): string | undefined {
   const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -24,7 +40,7 @@ export function providerSpecsFolder(): string | undefined {
 
 type Json = Record<string, unknown>;
 
-export class PublishedOpenApi {
+export class OpenApiValidator {
   readonly #doc: Json;
   readonly #ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
   readonly #basePath: string;
@@ -36,8 +52,18 @@ export class PublishedOpenApi {
       typeof source === 'string' ? parseYaml(readFileSync(source, 'utf8')) : structuredClone(source)
     ) as Json;
     this.#ajv.addSchema(this.#doc, 'spec');
-    const servers = (this.#doc.servers ?? []) as { url: string }[];
-    this.#basePath = servers[0] === undefined ? '' : new URL(servers[0].url).pathname.replace(/\/$/, '');
+    const servers = (this.#doc.servers ?? []) as {
+      url: string;
+      variables?: Record<string, { default: string }>;
+    }[];
+    const server = servers[0];
+    // Server variables at their defaults: only the base path matters here.
+    const serverUrl = server?.url.replace(
+      /\{(\w+)\}/g,
+      (_, name: string) => server.variables?.[name]?.default ?? '',
+    );
+    this.#basePath =
+      serverUrl === undefined ? '' : new URL(serverUrl, 'http://host').pathname.replace(/\/$/, '');
     for (const [template, item] of Object.entries((this.#doc.paths ?? {}) as Record<string, Json>))
       for (const method of Object.keys(item))
         this.#operations.push({
@@ -47,15 +73,39 @@ export class PublishedOpenApi {
         });
   }
 
-  /** What is wrong with this answer, or an empty list. */
-  problemsOf(exchange: FakeExchange): string[] {
-    const url = new URL(exchange.path, 'http://fake');
+  /** What is wrong with this exchange, or an empty list. */
+  problemsOf(exchange: HttpExchange): string[] {
+    const url = new URL(exchange.path, 'http://host');
     const path = url.pathname.startsWith(this.#basePath)
       ? url.pathname.slice(this.#basePath.length) || '/'
       : url.pathname;
     const where = `${exchange.method} ${path} -> ${exchange.status}`;
     const operation = this.#operations.find((o) => o.method === exchange.method && o.pattern.test(path));
-    if (operation === undefined) return [`${where}: no such operation in the published API`];
+    if (operation === undefined) return [`${where}: no such operation in the document`];
+    const problems: string[] = [];
+    if (exchange.requestHasBody === true) {
+      const requestBody = this.#at([
+        'paths',
+        operation.template,
+        operation.method.toLowerCase(),
+        'requestBody',
+      ]) as Json | undefined;
+      const accepted = Object.keys((requestBody?.content ?? {}) as Json);
+      const sent = mediaTypeOf(exchange.requestContentType);
+      // A body the operation does not read is allowed by HTTP and ignored; a body it reads must say its type.
+      if (accepted.length > 0 && !accepted.some((type) => matches(type, sent)))
+        problems.push(
+          `${where}: request content type ${sent || '(none)'} not accepted (${accepted.join(', ')})`,
+        );
+    }
+    return [...problems, ...this.#responseProblems(exchange, operation, where)];
+  }
+
+  #responseProblems(
+    exchange: HttpExchange,
+    operation: { method: string; template: string },
+    where: string,
+  ): string[] {
     const pointer = ['paths', operation.template, operation.method.toLowerCase(), 'responses'];
     const responses = this.#at(pointer) as Json;
     const statusKey = [String(exchange.status), `${String(exchange.status)[0]}XX`, 'default'].find(
@@ -84,7 +134,9 @@ export class PublishedOpenApi {
       return [
         `${where}: content type ${mediaType || '(none)'} not declared (${Object.keys(content).join(', ')})`,
       ];
-    if (!declared.includes('json') || (content[declared] as Json).schema === undefined) return [];
+    const isJson = declared === 'application/json' || declared.endsWith('+json');
+    if (!isJson || (content[declared] as Json).schema === undefined) return [];
+    if (exchange.bodyComplete === false) return [];
     let body: unknown;
     try {
       body = JSON.parse(exchange.body.toString('utf8'));
@@ -101,6 +153,18 @@ export class PublishedOpenApi {
     for (const part of pointer) node = (node as Json)[part];
     return node;
   }
+}
+
+function mediaTypeOf(header: string | undefined): string {
+  return (header ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
+function matches(declared: string, sent: string): boolean {
+  return (
+    declared === sent ||
+    declared === '*/*' ||
+    (declared.endsWith('/*') && sent.startsWith(declared.slice(0, -1)))
+  );
 }
 
 function refPointer(ref: string): string[] {
