@@ -59,6 +59,17 @@ export class CommandContext {
     return value;
   }
 
+  /** `--name N` as a whole number (at least `min`), or undefined when absent; anything else is a usage error. */
+  wholeNumber(value: string | undefined, name: string, min = 0): number | undefined {
+    if (value === undefined) return undefined;
+    const number = Number(value);
+    if (value.trim() === '' || !Number.isInteger(number) || number < min)
+      throw new UsageError(
+        `--${name} takes a whole number${min > 0 ? ` of at least ${min}` : ''}, not ${JSON.stringify(value)}`,
+      );
+    return number;
+  }
+
   /** The machine form with --json, the human one otherwise, on stdout. */
   print(value: unknown, human: () => string): void {
     this.io.stdout.write(`${this.values.json === true ? JSON.stringify(value, null, 2) : human()}\n`);

@@ -80,14 +80,28 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const [group = '', word, ...rest] = positionals;
   const command = Object.hasOwn(commands, group) ? commands[group] : undefined;
   if (values.help === true || command === undefined) {
+    if (values.help !== true && group !== '') {
+      io.stderr.write(`differently: unknown command ${JSON.stringify(group)}\n\n${overview}\n`);
+      return 2;
+    }
     io.stdout.write(`${command === undefined ? overview : usageOf(command, group, word)}\n`);
-    return values.help === true || group === '' ? 0 : 2;
+    return 0;
   }
   const action = command.argumentFirst === true ? '' : (word ?? '');
   const handler = Object.hasOwn(command.actions, action) ? command.actions[action] : undefined;
-  if (handler === undefined) throw new UsageError(command.usage);
+  if (handler === undefined)
+    throw new UsageError(
+      `${action === '' ? `differently ${group} needs an action` : `differently ${group}: unknown action ${JSON.stringify(action)}`}\n${command.usage}`,
+    );
   const context = new CommandContext(io, values, rest, dash >= 0 ? argv.slice(dash + 1) : [], command.usage);
   return handler(context, command.argumentFirst === true ? (word ?? '') : action);
+}
+
+function isParseArgsError(error: unknown): error is TypeError & { code: string } {
+  return (
+    error instanceof TypeError &&
+    String((error as { code?: unknown }).code ?? '').startsWith('ERR_PARSE_ARGS')
+  );
 }
 
 /**
@@ -101,8 +115,15 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     if (error instanceof DifferentlyError)
       io.stderr.write(`error: ${error.code}: ${error.message.replace(`${error.code}: `, '')}\n`);
     else if (error instanceof DifferentlyNetworkError) io.stderr.write(`error: ${error.message}\n`);
-    else if (error instanceof UsageError || error instanceof TypeError) io.stderr.write(`${error.message}\n`);
-    else io.stderr.write(`error: ${(error as Error).message}\n`);
+    else if (error instanceof UsageError) io.stderr.write(`${error.message}\n`);
+    else if (isParseArgsError(error)) {
+      // node's own wording names positionals and `--`; say what is wrong and where the options are.
+      const option = /'(-[^']*)'/.exec(error.message)?.[1];
+      io.stderr.write(
+        `${option !== undefined && error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? `differently: unknown option ${option}` : `differently: ${error.message}`} (differently <command> --help lists the options)\n`,
+      );
+      return 2;
+    } else io.stderr.write(`error: ${(error as Error).message}\n`);
     return error instanceof UsageError ? 2 : 1;
   }
 }

@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { chmod, cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import * as z from 'zod';
 import {
   type AdapterInfo,
@@ -88,13 +88,33 @@ export function endDevhostCommands(): void {
   runningCommands.clear();
 }
 
+/** The only template a devhost pool has: the host environment (npm start's catalog names it too). */
+export const devhostTemplate = 'default';
+
+/**
+ * The sandbox and snapshot folders this process made. Module state for the same reason as the commands:
+ * a local runtime whose store keeps nothing after a stop removes them then (reapDevhostFolders), so a run
+ * in memory leaves no folders behind that no record names any more.
+ */
+const madeHere = new Set<string>();
+
+/**
+ * Removes the sandbox and snapshot folders this process made under these pool roots (the local runtime's
+ * stop, when its store keeps nothing); how many.
+ */
+export async function reapDevhostFolders(roots: readonly string[]): Promise<number> {
+  const under = roots.map((root) => `${resolvePath(root)}/`);
+  const folders = [...madeHere].filter((folder) => under.some((root) => folder.startsWith(root)));
+  for (const folder of folders) madeHere.delete(folder);
+  await Promise.all(folders.map((folder) => removeTree(folder).catch(() => undefined)));
+  return folders.length;
+}
+
 /**
  * Runs sandboxes as directories on this host and commands as host processes: no isolation, so it is
  * allowed in dev mode only. The sandbox's `/` is its `fs` directory; cwd and file paths resolve there.
  * The control plane's own environment is never passed to commands (it may hold keys).
  */
-/** The only template a devhost pool has: the host environment (npm start's catalog names it too). */
-export const devhostTemplate = 'default';
 
 export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
   readonly #config: DevhostConfig;
@@ -187,6 +207,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     if (existing !== undefined) return toInstance(existing);
     // The sandbox user passes through the sandbox's folder to its `fs`, which only it can enter.
     await mkdir(dir, { recursive: true, mode: 0o711 });
+    madeHere.add(resolvePath(dir));
     if (request.fromSnapshot !== undefined) {
       // A restore starts from a copy of the snapshot's filesystem.
       await cp(join(this.#snapshotDir(request.fromSnapshot), 'fs'), join(dir, 'fs'), { recursive: true });
@@ -232,6 +253,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     for (const command of runningCommands.get(ref) ?? []) command.abort();
     runningCommands.delete(ref);
     await removeTree(this.#dir(ref));
+    madeHere.delete(resolvePath(this.#dir(ref)));
   }
 
   async exec(ref: string, request: ExecRequest, opts?: ExecOptions): Promise<ExecResult> {
@@ -299,6 +321,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
       await rm(partial, { recursive: true, force: true });
       await cp(join(this.#dir(ref), 'fs'), partial, { recursive: true });
       await rename(partial, target);
+      madeHere.add(resolvePath(this.#snapshotDir(snapshotRef)));
     }
     return { ref: snapshotRef, kind: 'disk', sizeBytes: await directorySize(target) };
   }
@@ -306,6 +329,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
   async deleteSnapshot(snapshotRef: string): Promise<void> {
     if (!snapshotRefPattern.test(snapshotRef)) return;
     await rm(this.#snapshotDir(snapshotRef), { recursive: true, force: true });
+    madeHere.delete(resolvePath(this.#snapshotDir(snapshotRef)));
   }
 
   #snapshotDir(snapshotRef: string): string {

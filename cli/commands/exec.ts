@@ -12,7 +12,9 @@ Streams stdout and stderr as produced and exits with the command's exit code.`,
       for await (const event of ctx.client.execStream(ctx.need(id || undefined, 'id'), {
         args: ctx.command,
         ...(values.cwd !== undefined && { cwd: values.cwd }),
-        ...(values.timeout !== undefined && { timeoutSeconds: Number(values.timeout) }),
+        ...(values.timeout !== undefined && {
+          timeoutSeconds: ctx.wholeNumber(values.timeout, 'timeout', 1),
+        }),
       })) {
         if (values.json === true) io.stdout.write(`${JSON.stringify(event)}\n`);
         else if ('stream' in event) (event.stream === 'stdout' ? io.stdout : io.stderr).write(event.data);

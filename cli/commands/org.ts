@@ -8,7 +8,7 @@ export const ports: Command = {
     '': async (ctx, id) => {
       const exposed = await ctx.client.exposePort(
         ctx.need(id || undefined, 'id'),
-        Number(ctx.need(ctx.rest[0], 'port')),
+        ctx.wholeNumber(ctx.need(ctx.rest[0], 'port'), 'port', 1) as number,
       );
       ctx.print(exposed, () => exposed.url);
       return 0;

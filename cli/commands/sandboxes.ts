@@ -92,7 +92,7 @@ pausing or resuming (the operations worker finishes it); --wait waits until it h
         ...(resources !== undefined && { resources }),
         ...(values.project !== undefined && { projectId: values.project }),
         ...(values['from-snapshot'] !== undefined && { fromSnapshot: values['from-snapshot'] }),
-        ...(values.ttl !== undefined && { ttlSeconds: Number(values.ttl) }),
+        ...(values.ttl !== undefined && { ttlSeconds: ctx.wholeNumber(values.ttl, 'ttl', 1) }),
         ...(values.env !== undefined && { env: ctx.pairs(values.env, 'env') }),
         ...(values.label !== undefined && { labels: ctx.pairs(values.label, 'label') }),
       });
@@ -123,7 +123,7 @@ pausing or resuming (the operations worker finishes it); --wait waits until it h
     update: async (ctx) => {
       const { values } = ctx;
       const updated = await ctx.client.updateSandbox(ctx.need(ctx.rest[0], 'id'), {
-        ...(values.ttl !== undefined && { ttlSeconds: Number(values.ttl) }),
+        ...(values.ttl !== undefined && { ttlSeconds: ctx.wholeNumber(values.ttl, 'ttl', 1) }),
         ...(values.label !== undefined && { labels: ctx.pairs(values.label, 'label') }),
       });
       ctx.print(updated, () =>

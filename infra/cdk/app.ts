@@ -18,13 +18,21 @@ const emptyConfig = '{"pools": []}';
  * DIFFERENTLY_CONFIG). A bad config fails synth with the field named. The validated config is written
  * to a file that every function bundle carries.
  */
+/** A setting the operator got wrong: said in one line, without a stack trace. */
+export class SynthConfigError extends Error {
+  override readonly name = 'SynthConfigError';
+}
+
 export function loadSynthConfig(path: string | undefined): { config: Config; configFile: string } {
-  const text = path === undefined ? emptyConfig : readFileSync(path, 'utf8');
   let config: Config;
   try {
+    const text = path === undefined ? emptyConfig : readFileSync(path, 'utf8');
     config = parseConfigText(text, path ?? 'the default config');
   } catch (error) {
-    throw new Error(isApiError(error) ? error.message : String(error));
+    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
+    throw new SynthConfigError(
+      missing ? `the config file ${path} does not exist` : isApiError(error) ? error.message : String(error),
+    );
   }
   // Adapter settings too: a pool whose config its adapter would refuse fails synth, not a cold start.
   const problems = poolConfigProblems(config);
@@ -36,7 +44,8 @@ export function loadSynthConfig(path: string | undefined): { config: Config; con
         `pool ${pool.name}: the ${pool.adapter} adapter is for local runs only and cannot be deployed`,
       );
   }
-  if (problems.length > 0) throw new Error(`${path ?? 'the config'} is not valid: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new SynthConfigError(`${path ?? 'the config'} is not valid: ${problems.join('; ')}`);
   const configFile = join(mkdtempSync(join(tmpdir(), 'differently-config-')), 'differently.config.json');
   writeFileSync(configFile, JSON.stringify(config));
   return { config, configFile };
@@ -54,7 +63,7 @@ export function buildApp(app: App, options: { skipAcknowledgements?: boolean } =
   const alarmEmail = contextString(app, 'alarmEmail');
   const reserved = contextString(app, 'reconcileReservedConcurrency');
   if (reserved !== undefined && !/^[1-9][0-9]*$/.test(reserved))
-    throw new Error(`reconcileReservedConcurrency must be a positive integer, not ${reserved}`);
+    throw new SynthConfigError(`reconcileReservedConcurrency must be a positive integer, not ${reserved}`);
   const stack = new ControlPlaneStack(app, 'Differently', {
     config,
     configFile,
@@ -82,7 +91,13 @@ export function buildApp(app: App, options: { skipAcknowledgements?: boolean } =
 }
 
 if (import.meta.main) {
-  const app = new App();
-  buildApp(app);
-  app.synth();
+  try {
+    const app = new App();
+    buildApp(app);
+    app.synth();
+  } catch (error) {
+    if (!(error instanceof SynthConfigError)) throw error;
+    process.stderr.write(`differently: ${error.message}\n`);
+    process.exit(1);
+  }
 }

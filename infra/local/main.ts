@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { env } from '../../functions/environment.ts';
@@ -8,7 +8,7 @@ import { parseConfigText } from '../../lib/config.ts';
 import { isApiError } from '../../lib/errors.ts';
 import { consoleLog } from './console-log.ts';
 import { defaultLocalConfig, startLocalRuntime } from './runtime.ts';
-import { samEnvironment } from './sam-env.ts';
+import { outsideIgnoredFolder, samEnvironment } from './sam-env.ts';
 
 const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dynamodb]
 
@@ -19,7 +19,8 @@ const usage = `Usage: npm start -- [--config FILE] [--port N] [--store memory|dy
   --data-dir DIR   with --store dynamodb: where its tables (and the admin key) are kept across restarts
                    (default .differently/dynamodb); unfinished work is requeued at start
   --in-memory      with --store dynamodb: keep nothing after a stop
-  --sam-env FILE   with --store dynamodb: write the --env-vars file for sam local invoke (docs/local-testing.md)
+  --sam-env FILE   with --store dynamodb: write the --env-vars file for sam local invoke (docs/local-testing.md);
+                   it holds the admin key: .differently/sam-env.json is inside the ignored data folder
   --sam-host HOST  the host name SAM's containers reach this machine by (default 127.0.0.1, for
                    --docker-network host; host.docker.internal on Docker Desktop)
   --containers N   simulated Lambda containers per function (default 2): each cold-started on its own,
@@ -119,6 +120,7 @@ async function main(): Promise<void> {
       dlqUrls: runtime.sqs.dlqUrls,
       adminKey: runtime.adminKey,
     };
+    await mkdir(dirname(resolve(samEnvFile)), { recursive: true });
     await writeFile(
       samEnvFile,
       `${JSON.stringify(samEnvironment(services, values['sam-host']), null, 2)}\n`,
@@ -137,7 +139,15 @@ async function main(): Promise<void> {
       `  functions: ${containers} simulated Lambda containers each; API Gateway's 29 s and Lambda's 6 MB enforced`,
       ...(samEnvFile === undefined
         ? []
-        : [`  sam env:   ${samEnvFile} (sam local invoke --env-vars ${samEnvFile})`]),
+        : [
+            `  sam env:   ${samEnvFile} (sam local invoke --env-vars ${samEnvFile}); it holds the admin key`,
+            ...(outsideIgnoredFolder(samEnvFile)
+              ? [
+                  '  WARNING:   that file is in this checkout outside .differently/ (which git ignores): keep it out of',
+                  '             version control, or write it to .differently/sam-env.json',
+                ]
+              : []),
+          ]),
       ...(config.pools.some((pool) => pool.adapter === 'devhost') && !bubblewrapAvailable()
         ? [
             '  WARNING:   bubblewrap (bwrap) is missing: devhost commands run as host processes that see this',

@@ -4,8 +4,8 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { defaultDevhostRoot } from '../../adapters/devhost/config.ts';
-import { endDevhostCommands } from '../../adapters/devhost/devhost-adapter.ts';
+import { defaultDevhostRoot, devhostConfigSchema } from '../../adapters/devhost/config.ts';
+import { endDevhostCommands, reapDevhostFolders } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { requireValidPools } from '../../adapters/kinds.ts';
 import { apiFunction, apiStreamFunction } from '../../functions/api.ts';
@@ -258,6 +258,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       ? await localStore(options, publishLifecycleEvents(publisher))
       : { store: () => options.store as Store, table: undefined, stop: async () => {} };
   const backends = { ...fakeBackends(config), ...options.adapters };
+  // What a stop leaves: a store given by the caller, or DynamoDB Local with its data kept, lasts.
+  const storeLasts =
+    options.store !== undefined ||
+    (options.storeKind === 'dynamodb' &&
+      (options.dataDir !== undefined || options.dynamodbEndpoint !== undefined));
+  const devhostRoots = config.pools
+    .filter((pool) => pool.adapter === 'devhost')
+    .map((pool) => devhostConfigSchema.parse(pool.config ?? {}).root);
   const coldStart = () =>
     wireContainer({
       config,
@@ -373,6 +381,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       await Promise.all(pollers.map((poller) => poller.stop()));
       await sqs.stop();
       await backing.stop();
+      // A store that keeps nothing leaves no record of the devhost sandboxes: their folders go too.
+      if (!storeLasts) await reapDevhostFolders(devhostRoots);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { env } from '../../functions/environment.ts';
 import type { QueueName } from '../../lib/queue/port.ts';
 
@@ -40,4 +41,17 @@ export function samEnvironment(
       [env.adminKey]: services.adminKey,
     },
   };
+}
+
+/**
+ * A file in this checkout that git does not ignore: the env file holds the admin key, and `.differently/`
+ * (the data folder) and `env.json` (where earlier docs wrote it) are ignored.
+ */
+export function outsideIgnoredFolder(
+  file: string,
+  checkout = resolve(import.meta.dirname, '..', '..'),
+): boolean {
+  const inside = relative(checkout, resolve(file));
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) return false;
+  return !(inside === '.differently' || inside.startsWith(`.differently${sep}`) || inside === 'env.json');
 }

@@ -124,6 +124,15 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     if (definition.auth === 'admin' && principal.kind !== 'admin') {
       throw errors.forbidden('this route needs the admin key');
     }
+    if (principal.kind === 'admin' && principal.orgId !== null && definition.auth === 'admin') {
+      if (definition.adminScope !== 'org')
+        throw errors.forbidden(
+          "this route is the operator's: an admin-role key administers its own organization only (use the bootstrap admin key)",
+        );
+      // Routes under /v1/admin/orgs/{id} name the org in the path.
+      if (definition.path.startsWith('/v1/admin/orgs/{id}') && rawParams.id !== principal.orgId)
+        throw errors.notFound('org', rawParams.id ?? '');
+    }
     if (definition.auth === 'org' && principal.kind !== 'org') {
       throw errors.forbidden(
         'this route acts for an organization: use an organization key, not the admin key',

@@ -89,6 +89,11 @@ export interface RouteDefinition<
   /** The media types of the answers a `null` response schema stands for (default: file bytes). */
   rawResponse?: { mediaTypes: string[]; description: string };
   responses: Record<number, z.ZodType | null>;
+  /**
+   * Admin routes: `org` where an organization's administrator (an admin-role key) may call it for its own
+   * org (the handler or the router checks which org); otherwise the route is the operator's alone.
+   */
+  adminScope?: 'org';
   /** A second media type of the success answer, streamed (exec's `?stream=1`). */
   streamResponse?: { mediaType: string; description: string };
   /**

@@ -59,7 +59,7 @@ export class SandboxOperations {
   ): Promise<Accepted<SandboxView>> {
     const move = lifecycleMoves[action];
     const record = await this.#sandboxes.load(principal, id);
-    requireStatus(record, [move.from], action);
+    requireStatus(record, [move.from], `${action} it`);
     this.#adapterWith(record, move.feature, action);
     const requestedAt = this.#now().toISOString();
     // A worker's write between our read and our write (a progress note, the reconciler following state)
@@ -80,7 +80,7 @@ export class SandboxOperations {
       } catch (error) {
         if (isApiError(error) && error.code === 'conflict') {
           current = await this.#sandboxes.load(principal, id);
-          requireStatus(current, [move.from], action);
+          requireStatus(current, [move.from], `${action} it`);
         }
         throw error;
       }
@@ -205,7 +205,7 @@ export class SandboxOperations {
     record: SandboxRecord,
     kind: 'disk' | 'memory',
   ): Promise<SnapshotRecord> {
-    requireStatus(record, [...snapshotableStatuses], 'snapshot');
+    requireStatus(record, [...snapshotableStatuses], 'snapshot it');
     const adapter = this.#adapterWith(
       record,
       kind === 'disk' ? 'snapshots.disk' : 'snapshots.memory',
@@ -363,7 +363,7 @@ export class SandboxOperations {
    */
   async fork(principal: OrgPrincipal, id: string): Promise<SandboxView> {
     const parent = await this.#sandboxes.load(principal, id);
-    requireStatus(parent, [...snapshotableStatuses], 'fork');
+    requireStatus(parent, [...snapshotableStatuses], 'fork it');
     const features = this.#deps.pools.featuresOf(parent.pool ?? '');
     if (!features.includes('fork'))
       throw this.#unsupported(parent, this.#deps.pools.adapterOf(parent.pool ?? ''), 'fork');
@@ -390,7 +390,7 @@ export class SandboxOperations {
 
   async #files(principal: OrgPrincipal, id: string, operation: string) {
     const record = await this.#sandboxes.load(principal, id);
-    requireStatus(record, ['running'], operation);
+    requireStatus(record, ['running'], filePhrases[operation] ?? operation);
     return { record, adapter: this.#adapterWith(record, 'files', operation) };
   }
 
@@ -409,10 +409,18 @@ export class SandboxOperations {
   }
 }
 
+/** The files operations as a refusal says them ("cannot read a file"). */
+const filePhrases: Record<string, string> = {
+  'list files': 'list its files',
+  'read file': 'read a file',
+  'write file': 'write a file',
+};
+
 function requireStatus(record: SandboxRecord, allowed: SandboxStatus[], operation: string): void {
   if (!allowed.includes(record.status)) {
+    // "sbx_… is stopped: cannot read a file (it must be running)": the status needs no article.
     throw errors.invalidState(
-      `cannot ${operation} a ${record.status} sandbox (needs ${allowed.join(' or ')})`,
+      `${record.id} is ${record.status}: cannot ${operation} (it must be ${allowed.join(' or ')})`,
       {
         status: record.status,
       },

@@ -4,14 +4,33 @@ import { isId } from '../ids.ts';
 import type { ReadAlong, ReadAlongResult, Store } from '../store/port.ts';
 
 export type Principal =
-  /** The bootstrap admin key (keyId `admin`) or an admin-role key. */
-  | { kind: 'admin'; keyId: string }
+  /**
+   * The bootstrap admin key (keyId `admin`, `orgId` null: the operator of the installation), or an
+   * admin-role key: the administrator of its own organization only (`orgId`).
+   */
+  | { kind: 'admin'; keyId: string; orgId: string | null }
   | { kind: 'org'; orgId: string; keyId: string; role: 'admin' | 'member'; projectId: string | null }
   /** No key was presented: what routes that need none (health, the OpenAPI document) are handed. */
   | { kind: 'anonymous' };
 
 /** A caller acting for one organization (and maybe one project of it). */
 export type OrgPrincipal = Extract<Principal, { kind: 'org' }>;
+
+/** A caller on the admin routes: the operator (`orgId` null) or one organization's administrator. */
+export type AdminPrincipal = Extract<Principal, { kind: 'admin' }>;
+
+/**
+ * An organization's administrator reaches its own org only; another org is 404 to it, as it is to any
+ * tenant (its existence is not told).
+ */
+export function assertAdministers(
+  principal: AdminPrincipal,
+  orgId: string,
+  what: 'org' | 'key' = 'org',
+  id = orgId,
+): void {
+  if (principal.orgId !== null && principal.orgId !== orgId) throw errors.notFound(what, id);
+}
 
 /** An org key is `<key id>.<secret>`: the id finds the record in O(1), the secret proves possession. */
 export function mintKeySecret(keyId: string): { key: string; secretHash: string } {
@@ -128,7 +147,7 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
       if (presented === undefined) throw errors.unauthenticated();
       const token = fromE2bKeyForm(presented);
       if (adminKey !== undefined && adminKey !== '' && secretsEqual(token, adminKey))
-        return { principal: { kind: 'admin', keyId: 'admin' }, along: nothing };
+        return { principal: { kind: 'admin', keyId: 'admin', orgId: null }, along: nothing };
       const dot = token.indexOf('.');
       const keyId = dot > 0 ? token.slice(0, dot) : '';
       if (!isId('key', keyId)) throw errors.unauthenticated('the API key is not valid');
@@ -147,8 +166,10 @@ export function createAuthenticator(store: Store, adminKey: string | undefined):
         if (orgOfKey.size >= rememberedKeys) orgOfKey.clear();
         orgOfKey.set(keyId, record.orgId);
       }
-      // An admin-role key is the operator's: it reaches admin routes and acts for no organization.
-      if (record.role === 'admin') return { principal: { kind: 'admin', keyId: record.id }, along: nothing };
+      // An admin-role key administers the organization it was minted under, and only that one: the admin
+      // routes about its org; the installation's (orgs, pools, policy, quotas) are the operator's.
+      if (record.role === 'admin')
+        return { principal: { kind: 'admin', keyId: record.id, orgId: record.orgId }, along: nothing };
       return {
         principal: {
           kind: 'org',

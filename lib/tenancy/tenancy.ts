@@ -100,7 +100,9 @@ export class Tenancy {
     return { items: result.items.map(keyView), nextCursor: result.nextCursor };
   }
 
-  async revokeKey(id: string, actor = 'admin'): Promise<KeyView> {
+  /** `administrator`: the org an admin-role caller administers (null: the operator, any org). */
+  async revokeKey(id: string, actor = 'admin', administrator: string | null = null): Promise<KeyView> {
+    await this.#assertKeyIn(id, administrator);
     return keyView(
       await this.#store.revokeKey(id, this.#now().toISOString(), {
         actor,
@@ -116,9 +118,14 @@ export class Tenancy {
    * A successor with the same name, role and project, and the old key revoked, in one conditional write:
    * concurrent rotations leave exactly one successor, and a key revoked meanwhile gets none.
    */
-  async rotateKey(id: string, actor = 'admin'): Promise<KeyView & { key: string; e2bApiKey: string }> {
+  async rotateKey(
+    id: string,
+    actor = 'admin',
+    administrator: string | null = null,
+  ): Promise<KeyView & { key: string; e2bApiKey: string }> {
     const old = await this.#store.getKey(id);
-    if (old === undefined) throw errors.notFound('key', id);
+    if (old === undefined || (administrator !== null && old.orgId !== administrator))
+      throw errors.notFound('key', id);
     if (old.revokedAt !== null) throw errors.invalidState(`key ${id} is revoked; create a new key instead`);
     const successorId = newId('key');
     const { key, secretHash } = mintKeySecret(successorId);
@@ -131,6 +138,13 @@ export class Tenancy {
       details: { replacedBy: successorId, name: old.name, role: old.role, projectId: old.projectId },
     });
     return { ...keyView(successor), key, e2bApiKey: e2bKeyForm(key) };
+  }
+
+  /** Another org's key is 404 to an org's administrator, as if it did not exist. */
+  async #assertKeyIn(id: string, administrator: string | null): Promise<void> {
+    if (administrator === null) return;
+    const key = await this.#store.getKey(id);
+    if (key === undefined || key.orgId !== administrator) throw errors.notFound('key', id);
   }
 
   async createProject(

@@ -117,15 +117,60 @@ describe('isolation matrix over every route', () => {
     }
   });
 
-  it('lets an admin-role key through the admin routes it is meant for', async () => {
-    const listed = await fetch(`${e.runtime.url}/v1/admin/orgs`, {
-      headers: { authorization: `Bearer ${keys.operator}` },
-    });
+  it("keeps an admin-role key to its own organization's admin routes", async () => {
+    const as = (path: string) =>
+      fetch(`${e.runtime.url}${path}`, { headers: { authorization: `Bearer ${keys.operator}` } });
+    const listed = await as('/v1/admin/orgs');
     expect(listed.status).toBe(200);
-    const pools = await fetch(`${e.runtime.url}/v1/admin/pools/fake`, {
+    expect(((await listed.json()) as { items: { id: string }[] }).items.map((o) => o.id)).toEqual([ids.org]);
+    expect((await as(`/v1/admin/orgs/${ids.org}/keys`)).status).toBe(200);
+    // Every admin route, for every org: its own org's routes it may call; the installation's are 403
+    // (the operator's), another org's objects 404.
+    for (const route of routes().filter((r) => r.auth === 'admin')) {
+      const status = (await call(route, keys.operator)).status;
+      expect([200, 201, 400, 403, 404, 409], `${route.method} ${route.path}`).toContain(status);
+      if (route.adminScope !== 'org') expect(status, `${route.method} ${route.path}`).toBe(403);
+    }
+    const other = (await (
+      await fetch(`${e.runtime.url}/v1/admin/orgs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${e.runtime.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'not-yours' }),
+      })
+    ).json()) as { id: string };
+    for (const path of [
+      `/v1/admin/orgs/${other.id}`,
+      `/v1/admin/orgs/${other.id}/keys`,
+      `/v1/admin/orgs/${other.id}/projects`,
+      `/v1/admin/audit/verify?orgId=${other.id}`,
+    ])
+      expect((await as(path)).status, path).toBe(404);
+    const foreignKey = (await (
+      await fetch(`${e.runtime.url}/v1/admin/orgs/${other.id}/keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${e.runtime.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'theirs' }),
+      })
+    ).json()) as { id: string };
+    for (const path of [`/v1/admin/keys/${foreignKey.id}/rotate`]) {
+      const rotated = await fetch(`${e.runtime.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.operator}` },
+      });
+      expect(rotated.status, path).toBe(404);
+    }
+    const revoked = await fetch(`${e.runtime.url}/v1/admin/keys/${foreignKey.id}`, {
+      method: 'DELETE',
       headers: { authorization: `Bearer ${keys.operator}` },
     });
-    expect(pools.status).toBe(200);
+    expect(revoked.status).toBe(404);
+    // The quota is the operator's, even for its own org.
+    const quota = await fetch(`${e.runtime.url}/v1/admin/orgs/${ids.org}/quota`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${keys.operator}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ maxSandboxes: 100 }),
+    });
+    expect(quota.status).toBe(403);
   });
 
   it('shows another org nothing: 404 on its objects, and no ids of it in any answer', async () => {

@@ -116,6 +116,11 @@ describe('the OpenAPI document, held to what the API answers', () => {
     expect((await api.post(`/v1/sandboxes/${id}/stop`, key)).status).toBeLessThan(300);
     await e2e.until(id, 'stopped');
     expect((await api.post(`/v1/sandboxes/${id}/exec`, key, { command: 'true' })).status).toBe(409);
+    const stoppedRead = await api.get(`/v1/sandboxes/${id}/files/content?path=/work/a.txt`, key);
+    expect(stoppedRead.status).toBe(409);
+    expect(stoppedRead.text).toContain(`${id} is stopped: cannot read a file (it must be running)`);
+    const stoppedStop = await api.post(`/v1/sandboxes/${id}/stop`, key);
+    expect(stoppedStop.text).toContain(`${id} is stopped: cannot stop it (it must be running)`);
     expect((await api.delete(`/v1/sandboxes/${id}`, key)).status).toBe(202);
     // A quota no sandbox of this size can ever fit in: refused at once.
     expect((await api.put(`/v1/admin/orgs/${orgId}/quota`, admin, { maxCPU: 1 })).status).toBe(200);

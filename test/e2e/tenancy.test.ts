@@ -94,10 +94,20 @@ describe('tenancy', () => {
     expect(audit.ok).toBe(true);
   });
 
-  it('mints admin-role keys that reach admin routes, can be revoked, and act for no org', async () => {
+  it('mints admin-role keys that administer their own org only, can be revoked, and reach no tenant route', async () => {
     const operator = await admin.admin.createKey(orgId, { name: 'ops', role: 'admin' });
     const ops = as(operator.key);
     expect((await ops.admin.getOrg(orgId)).id).toBe(orgId);
+    // Its own org's keys and projects it manages; keys it mints work for that org.
+    const minted = await ops.admin.createKey(orgId, { name: 'by-ops' });
+    expect((await as(minted.key).listSandboxes()).items).toBeDefined();
+    await ops.admin.revokeKey(minted.id);
+    // The installation is the operator's: other orgs are 404, creating orgs and the quota are 403.
+    const other = await admin.admin.createOrg({ name: 'not-ops' });
+    await expect(ops.admin.getOrg(other.id)).rejects.toMatchObject({ status: 404 });
+    await expect(ops.admin.createOrg({ name: 'mine' })).rejects.toMatchObject({ status: 403 });
+    await expect(ops.admin.setQuota(orgId, { maxSandboxes: 99 })).rejects.toMatchObject({ status: 403 });
+    expect((await ops.admin.listOrgs()).items.map((o) => o.id)).toEqual([orgId]);
     await expect(ops.listSandboxes()).rejects.toMatchObject({ status: 403 });
     await admin.admin.revokeKey(operator.id);
     await expect(ops.admin.getOrg(orgId)).rejects.toMatchObject({ status: 401 });

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -487,4 +488,25 @@ describe('synth-time checks', () => {
     expect(stack.stackName).toBe('Differently');
     expect(() => app.synth()).toThrow(/AwsSolutions-APIG4/);
   });
+});
+
+describe('synth with a config the operator got wrong', () => {
+  it('says what is wrong in one line, without a stack trace, and exits 1', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bad-config-'));
+    const file = join(dir, 'differently.json');
+    writeFileSync(file, JSON.stringify({ pools: [{ name: 'x', adapter: 'nope' }] }));
+    for (const [config, expected] of [
+      [file, `differently: ${file} is not valid: pools[0].adapter: adapter must be one of`],
+      [join(dir, 'missing.json'), `differently: the config file ${join(dir, 'missing.json')} does not exist`],
+    ] as const) {
+      const result = spawnSync(process.execPath, ['infra/cdk/app.ts'], {
+        cwd: new URL('../../', import.meta.url).pathname,
+        env: { ...process.env, [env.configPath]: config, CDK_OUTDIR: join(dir, 'out') },
+        encoding: 'utf8',
+      });
+      expect(result.status).toBe(1);
+      expect(result.stderr.startsWith(expected), result.stderr).toBe(true);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+  }, 60_000);
 });

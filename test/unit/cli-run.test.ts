@@ -24,12 +24,16 @@ describe('the CLI as a function', () => {
   });
 
   it('exits 2 with the usage for an unknown command or action, and for a missing argument', async () => {
-    expect((await cli(['teleport'])).code).toBe(2);
+    const command = await cli(['teleport']);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toMatch(/^differently: unknown command "teleport"/);
+    expect(command.stdout).toBe('');
     const action = await cli(['sandboxes', 'explode'], {
       DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
       DIFFERENTLY_API_KEY: 'k',
     });
     expect(action.code).toBe(2);
+    expect(action.stderr).toMatch(/^differently sandboxes: unknown action "explode"/);
     expect(action.stderr).toContain('differently sandboxes create');
     const missing = await cli(['sandboxes', 'get'], {
       DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9',
@@ -44,8 +48,9 @@ describe('the CLI as a function', () => {
     expect(unset.code).toBe(2);
     expect(unset.stderr).toContain('set --endpoint and --key');
     const unknown = await cli(['sandboxes', 'list', '--colour', 'red']);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain('--colour');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^differently: unknown option --colour \(differently <command> --help/);
+    expect(unknown.stderr).not.toContain('positional');
   });
 
   it('names the endpoint it could not reach', async () => {
@@ -79,5 +84,19 @@ describe('the CLI as a function', () => {
       problems: [expect.stringContaining('pools[0].adapter: adapter must be one of')],
       notes: [],
     });
+  });
+
+  it('refuses a number option that is not a whole number before calling the API', async () => {
+    const env = { DIFFERENTLY_ENDPOINT: 'http://127.0.0.1:9', DIFFERENTLY_API_KEY: 'k' };
+    for (const argv of [
+      ['sandboxes', 'create', '--ttl', 'abc'],
+      ['sandboxes', 'update', 'sbx_01J00000000000000000000000', '--ttl', '1.5'],
+      ['exec', 'sbx_01J00000000000000000000000', '--timeout', '0', '--', 'true'],
+      ['ports', 'sbx_01J00000000000000000000000', 'http'],
+    ]) {
+      const result = await cli(argv, env);
+      expect(result.code, argv.join(' ')).toBe(2);
+      expect(result.stderr, argv.join(' ')).toMatch(/^--(ttl|timeout|port) takes a whole number/);
+    }
   });
 });

@@ -45,7 +45,7 @@ describe('the caller a route handler sees', () => {
         authenticator: {
           authenticate: async (header) => {
             if (header === 'Bearer admin-key')
-              return { principal: { kind: 'admin', keyId: 'admin' }, along: {} };
+              return { principal: { kind: 'admin', keyId: 'admin', orgId: null }, along: {} };
             throw new Error('unexpected authentication');
           },
           authenticateSandbox: async () => {
@@ -58,6 +58,10 @@ describe('the caller a route handler sees', () => {
     expect((await handle(request('/open'))).status).toBe(204);
     expect((await handle(request('/open', 'Bearer admin-key'))).status).toBe(204);
     expect((await handle(request('/admin', 'Bearer admin-key'))).status).toBe(204);
-    expect(seen).toEqual([{ kind: 'anonymous' }, { kind: 'anonymous' }, { kind: 'admin', keyId: 'admin' }]);
+    expect(seen).toEqual([
+      { kind: 'anonymous' },
+      { kind: 'anonymous' },
+      { kind: 'admin', keyId: 'admin', orgId: null },
+    ]);
   });
 });

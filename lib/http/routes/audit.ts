@@ -1,4 +1,5 @@
 import { readOrgAudit, verifyAllChains, verifyOrgChain } from '../../audit/verify.ts';
+import { errors } from '../../errors.ts';
 import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../../schemas/audit.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import { errorSchema } from '../route-params.ts';
@@ -28,7 +29,17 @@ export function auditRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'admin',
       query: auditVerifyQuerySchema,
       responses: { 200: auditVerificationSchema, 404: errorSchema },
-      handle: async ({ query }) => {
+      adminScope: 'org',
+      handle: async ({ query, principal }) => {
+        // An organization's administrator verifies its own chain, named or not; another org is 404.
+        if (principal.orgId !== null) {
+          if (query.orgId !== undefined && query.orgId !== principal.orgId)
+            throw errors.notFound('org', query.orgId);
+          return {
+            status: 200,
+            body: { orgId: principal.orgId, ...(await verifyOrgChain(store, principal.orgId)) },
+          };
+        }
         if (query.orgId !== undefined) {
           await tenancy.getOrg(query.orgId);
           return { status: 200, body: { orgId: query.orgId, ...(await verifyOrgChain(store, query.orgId)) } };

@@ -37,13 +37,26 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'admin',
       query: listQuerySchema,
       responses: { 200: pageOf(orgSchema) },
-      handle: async ({ query }) => ({ status: 200, body: await tenancy.listOrgs(query) }),
+      adminScope: 'org',
+      // An organization's administrator sees its own organization only.
+      handle: async ({ query, principal }) => {
+        if (principal.orgId === null) return { status: 200, body: await tenancy.listOrgs(query) };
+        const org = await tenancy.getOrg(principal.orgId);
+        return {
+          status: 200,
+          body: {
+            items: [{ id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt }],
+            nextCursor: null,
+          },
+        };
+      },
     }),
     route({
       method: 'GET',
       path: '/v1/admin/orgs/{id}',
       summary: 'Get an organization',
       auth: 'admin',
+      adminScope: 'org',
       params: orgParams,
       responses: { 200: orgSchema, 404: errorSchema },
       handle: async ({ params }) => {
@@ -59,6 +72,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/orgs/{id}/keys',
       summary: 'Create an API key for an organization; the secret is returned only here',
       auth: 'admin',
+      adminScope: 'org',
       params: orgParams,
       body: createKeySchema,
       responses: { 201: createdKeySchema, 404: errorSchema },
@@ -72,6 +86,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/orgs/{id}/keys',
       summary: "List an organization's API keys (never their secrets)",
       auth: 'admin',
+      adminScope: 'org',
       params: orgParams,
       query: listQuerySchema,
       responses: { 200: pageOf(keySchema) },
@@ -82,11 +97,12 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/keys/{id}',
       summary: 'Revoke an API key; it is refused from its next call on',
       auth: 'admin',
+      adminScope: 'org',
       params: keyParams,
       responses: { 200: keySchema, 404: errorSchema },
       handle: async ({ params, principal }) => ({
         status: 200,
-        body: await tenancy.revokeKey(params.id, principal.keyId),
+        body: await tenancy.revokeKey(params.id, principal.keyId, principal.orgId),
       }),
     }),
     route({
@@ -94,6 +110,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/orgs/{id}/projects',
       summary: 'Create a project in an organization; keys and sandboxes can be restricted to it',
       auth: 'admin',
+      adminScope: 'org',
       params: orgParams,
       body: createProjectSchema,
       responses: { 201: projectSchema, 400: errorSchema, 404: errorSchema },
@@ -107,6 +124,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/orgs/{id}/projects',
       summary: "List an organization's projects",
       auth: 'admin',
+      adminScope: 'org',
       params: orgParams,
       query: listQuerySchema,
       responses: { 200: pageOf(projectSchema), 404: errorSchema },
@@ -134,11 +152,12 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       path: '/v1/admin/keys/{id}/rotate',
       summary: 'Rotate a key: a new key with the same org, name, role and project; the old one is revoked',
       auth: 'admin',
+      adminScope: 'org',
       params: keyParams,
       responses: { 201: createdKeySchema, 404: errorSchema, 409: errorSchema },
       handle: async ({ params, principal }) => ({
         status: 201,
-        body: await tenancy.rotateKey(params.id, principal.keyId),
+        body: await tenancy.rotateKey(params.id, principal.keyId, principal.orgId),
       }),
     }),
     route({
