@@ -171,30 +171,44 @@ describe('the MCP server over streamable HTTP', () => {
 describe('the MCP server over stdio (differently mcp)', () => {
   it('serves the same tools to a local agent, progress included, through the endpoint', async () => {
     const client = new Client({ name: 'mcp-stdio-e2e', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [join(import.meta.dirname, '..', '..', 'cli', 'bin.ts'), 'mcp'],
-        env: {
-          DIFFERENTLY_ENDPOINT: e2e.runtime.url,
-          DIFFERENTLY_API_KEY: e2e.key,
-          PATH: process.env.PATH ?? '',
-        },
-        stderr: 'pipe',
-      }),
-    );
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [join(import.meta.dirname, '..', '..', 'cli', 'bin.ts'), 'mcp'],
+      env: {
+        DIFFERENTLY_ENDPOINT: e2e.runtime.url,
+        DIFFERENTLY_API_KEY: e2e.key,
+        PATH: process.env.PATH ?? '',
+      },
+      stderr: 'pipe',
+    });
+    await client.connect(transport);
+    // Every message as it arrives, in order. The SDK client hands a progress notification to its
+    // callback a microtask later, so one that reaches it in the same read as the result is dropped
+    // (the result has removed the callback by then): what the bridge sent is checked here instead.
+    const received: unknown[] = [];
+    const deliver = transport.onmessage;
+    transport.onmessage = (message) => {
+      received.push(message);
+      deliver?.(message);
+    };
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('exec');
     const sandbox = viewSchema.parse(
       (await call(client, 'create_sandbox', { placement: { allowedPools: ['local'] } })).structuredContent,
     );
-    const progress: string[] = [];
     const result = await client.callTool(
       { name: 'exec', arguments: { id: sandbox.id, command: 'echo over stdio' } },
       undefined,
-      { onprogress: (event) => progress.push(event.message ?? '') },
+      { onprogress: () => {} },
     );
     expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: 'over stdio\n' });
-    expect(progress).toContain('stdout: over stdio\n');
+    const progressAt = received.findIndex(
+      (m) =>
+        JSON.stringify(m).includes('notifications/progress') &&
+        JSON.stringify(m).includes('stdout: over stdio'),
+    );
+    const resultAt = received.findIndex((m) => JSON.stringify(m).includes('"exitCode":0'));
+    expect(progressAt).toBeGreaterThanOrEqual(0);
+    expect(progressAt).toBeLessThan(resultAt);
     const missing = await call(client, 'get_sandbox', { id: 'sbx_01J00000000000000000000000' });
     expect(missing.structuredContent).toMatchObject({ error: { code: 'not_found' } });
     await call(client, 'delete_sandbox', { id: sandbox.id });
