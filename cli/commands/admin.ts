@@ -44,7 +44,9 @@ export const admin: Command = {
   differently admin pools update <name> --file PATCH.json
   differently admin policy get
   differently admin policy set [--allow-external] [--external-pool NAME]...
-  differently admin reconcile`,
+  differently admin reconcile
+An admin-role key (--role admin) administers the org it is minted under only: its keys, projects and audit
+verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin key.`,
   actions: {
     orgs: async (ctx) => {
       const [verb, arg, ...limits] = ctx.rest;
