@@ -5,9 +5,10 @@ import { type RecordedExchange, type Recording, redacted } from './recorder.ts';
  * fake, and the fake's answer must have the recorded status, the recorded media type, and every field the
  * real answer had, with the same JSON type (a fake may say more, never less). Ids and URLs the service
  * handed out are learned as the replay goes (the recorded value at a JSON path, against the fake's at the
- * same path) and substituted into later requests. A run of identical requests (a poll) is replayed as a
- * poll: sent again until the fake's answer has the run's last status and the last values of the fields that
- * changed during the run (what the poller waited for), then compared; a fake's clock is not the service's.
+ * same path) and substituted into later requests. A fake's clock is not the service's, so a read is
+ * replayed as a poll: sent again until the fake's answer has the recorded status and the recorded values of
+ * its state fields (`state`, `status`, `phase`) and, for a run of identical requests, of the fields that
+ * changed during the run (what the poller waited for); then compared.
  */
 export interface ReplayTarget {
   /** The fake's equivalent of the recording's baseUrl. */
@@ -107,16 +108,22 @@ function runsOf(exchanges: RecordedExchange[]): Run[] {
   return runs.map((run) => {
     const first = run[0] as RecordedExchange;
     const last = run.at(-1) as RecordedExchange;
-    if (run.length === 1) return { last };
+    const isRead = last.request.body === undefined && ['GET', 'HEAD'].includes(last.request.method);
+    if (run.length === 1 && !isRead) return { last };
     const before = jsonOf(first.response.body);
     const after = jsonOf(last.response.body);
-    // Fields that changed value, not fields that appeared: a fake lacking one fails the comparison instead.
+    // State fields, and fields that changed value during a poll (not fields that appeared: a fake lacking
+    // one fails the comparison instead).
     const values = leaves(after).filter(
-      ([path, value]) => valueAt(before, path) !== undefined && !Object.is(valueAt(before, path), value),
+      ([path, value]) =>
+        stateField.test(path.at(-1) ?? '') ||
+        (run.length > 1 && valueAt(before, path) !== undefined && !Object.is(valueAt(before, path), value)),
     );
     return { last, waitedFor: { status: last.response.status, values } };
   });
 }
+
+const stateField = /^(state|status|phase)$/i;
 
 function jsonOf(body: RecordedExchange['response']['body']): unknown {
   return body !== undefined && 'text' in body ? parsed(body.text) : undefined;

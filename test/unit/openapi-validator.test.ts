@@ -68,4 +68,17 @@ describe('the OpenAPI validator', () => {
           expect(statuses, `${method} ${path}`).toEqual(expect.arrayContaining(['400', '404']));
       }
   });
+
+  it('names its servers and says which routes need no key (what redocly lint asked for)', () => {
+    const doc = document as {
+      servers?: { url: string }[];
+      security?: unknown[];
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
+    expect(doc.servers?.length).toBeGreaterThan(0);
+    expect(doc.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/v1/health']?.get?.security).toEqual([]);
+    expect(doc.paths['/v1/openapi.json']?.get?.security).toEqual([]);
+    expect(doc.paths['/v1/sandboxes']?.get?.security).toBeUndefined();
+  });
 });
