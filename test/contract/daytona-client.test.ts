@@ -28,7 +28,7 @@ describe('the Daytona fake, as the official clients read it', () => {
     daytona = new Daytona({ apiKey, apiUrl: `${fake.url}/api`, target: 'us' });
     sandbox = await daytona.create(
       { labels: { team: 'contract' }, envVars: { GREETING: 'hello' } },
-      { timeout: 10 },
+      { timeout: 60 },
     );
   });
   afterAll(async () => {
@@ -77,26 +77,26 @@ describe('the Daytona fake, as the official clients read it', () => {
   });
 
   it('stops and starts', async () => {
-    await sandbox.stop(10);
+    await sandbox.stop(60);
     expect(sandbox.state).toBe('stopped');
-    await sandbox.start(10);
+    await sandbox.start(60);
     expect(sandbox.state).toBe('started');
     expect((await sandbox.process.executeCommand('cat /work/notes.txt')).result).toBe('contract text');
   });
 
   it('takes a snapshot by name, starts from it and deletes it by id', async () => {
-    await sandbox.createSnapshot('contract-snap', 10);
+    await sandbox.createSnapshot('contract-snap', 60);
     const snapshot = await daytona.snapshot.get('contract-snap');
     expect(snapshot.name).toBe('contract-snap');
-    const restored = await daytona.create({ snapshot: 'contract-snap' }, { timeout: 10 });
+    const restored = await daytona.create({ snapshot: 'contract-snap' }, { timeout: 60 });
     expect((await restored.process.executeCommand('cat /work/notes.txt')).result).toBe('contract text');
-    await restored.delete(10, true);
+    await restored.delete(60, true);
     await daytona.snapshot.delete(snapshot);
     await expect(daytona.snapshot.get('contract-snap')).rejects.toThrow(/not found/);
   });
 
   it('deletes the sandbox', async () => {
-    await sandbox.delete(10, true);
+    await sandbox.delete(60, true);
     await expect(daytona.get(sandbox.id)).rejects.toThrow(/not found/);
   });
 });

@@ -13,6 +13,9 @@ import { createRequest } from '../helpers/adapter-calls.ts';
  */
 const apiKey = 'fs-contract-key';
 
+/** A wait on the fake's state: it ends when the state is reached; the bound is only a safety net. */
+const settled = { timeout: 20_000, interval: 20 };
+
 describe('the Freestyle fake, as the official client reads it', () => {
   const fake = new FreestyleFake({ apiKey });
   let freestyle: Freestyle;
@@ -34,7 +37,7 @@ describe('the Freestyle fake, as the official client reads it', () => {
   });
 
   it('creates a VM and reads it back by id and by slug', async () => {
-    await expect.poll(async () => (await freestyle.vms.get(vmId)).state).toBe('running');
+    await expect.poll(async () => (await freestyle.vms.get(vmId)).state, settled).toBe('running');
     expect((await freestyle.vms.get('contract-vm')).id).toBe(vmId);
   });
 
@@ -68,15 +71,15 @@ describe('the Freestyle fake, as the official client reads it', () => {
   it('pauses and starts', async () => {
     const vm = freestyle.vms.ref(vmId);
     await vm.pause();
-    await expect.poll(async () => (await vm.data()).state).toBe('paused');
+    await expect.poll(async () => (await vm.data()).state, settled).toBe('paused');
     await vm.start();
-    await expect.poll(async () => (await vm.data()).state).toBe('running');
+    await expect.poll(async () => (await vm.data()).state, settled).toBe('running');
   });
 
   it('snapshots, boots from the snapshot and deletes both', async () => {
     const snapshot = await freestyle.vms.ref(vmId).snapshot();
     const restored = await freestyle.vms.create({ firewall: { rules: [] }, snapshotId: snapshot.snapshotId });
-    await expect.poll(async () => (await restored.vm.data()).state).toBe('running');
+    await expect.poll(async () => (await restored.vm.data()).state, settled).toBe('running');
     expect(await restored.vm.fs.readTextFile('/work/docs/notes.txt')).toBe('contract text');
     await restored.vm.delete();
     await freestyle.vms.snapshots.delete(snapshot.snapshotId);

@@ -16,6 +16,9 @@ const specs = providerSpecsFolder();
  * metadata, pause/resume, renew, snapshots, delete. A fake answering what the official client cannot
  * read fails here, whatever the adapter makes of it.
  */
+/** A wait on the fake's state: it ends when the state is reached; the bound is only a safety net. */
+const settled = { timeout: 20_000, interval: 20 };
+
 describe('the OpenSandbox fake, as the official client reads it', () => {
   const fake = new OpenSandboxFake({ apiKey: 'k-contract' });
   let connectionConfig: ConnectionConfig;
@@ -33,7 +36,7 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
       env: { GREETING: 'hello' },
       metadata: { team: 'contract' },
       timeoutSeconds: 600,
-      readyTimeoutSeconds: 10,
+      readyTimeoutSeconds: 60,
       healthCheckPollingInterval: 20,
     });
   });
@@ -83,19 +86,21 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
 
   it('pauses and resumes', async () => {
     await sandbox.pause();
-    await expect.poll(async () => (await sandbox.getInfo()).status.state).toBe('Paused');
-    sandbox = await sandbox.resume({ readyTimeoutSeconds: 10, healthCheckPollingInterval: 20 });
+    await expect.poll(async () => (await sandbox.getInfo()).status.state, settled).toBe('Paused');
+    sandbox = await sandbox.resume({ readyTimeoutSeconds: 60, healthCheckPollingInterval: 20 });
     expect((await sandbox.getInfo()).status.state).toBe('Running');
   });
 
   it('takes a snapshot, starts from it and deletes it', async () => {
     const manager = SandboxManager.create({ connectionConfig });
     const created = await manager.createSnapshot(sandbox.id);
-    await expect.poll(async () => (await manager.getSnapshot(created.id)).status.state).toBe('Ready');
+    await expect
+      .poll(async () => (await manager.getSnapshot(created.id)).status.state, settled)
+      .toBe('Ready');
     const restored = await Sandbox.create({
       connectionConfig,
       snapshotId: created.id,
-      readyTimeoutSeconds: 10,
+      readyTimeoutSeconds: 60,
       healthCheckPollingInterval: 20,
     });
     expect(await restored.files.readFile('/work/notes.txt')).toBe('contract text');
@@ -106,7 +111,7 @@ describe('the OpenSandbox fake, as the official client reads it', () => {
 
   it('deletes the sandbox', async () => {
     await sandbox.kill();
-    await expect.poll(async () => (await sandbox.getInfo()).status.state).toBe('Terminated');
+    await expect.poll(async () => (await sandbox.getInfo()).status.state, settled).toBe('Terminated');
   });
 
   it('reads the fake error shape as the SDK expects it', async () => {
