@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
@@ -23,19 +23,30 @@ afterAll(async () => {
 /** Every message a client's transport delivered, in order (see the stdio test for why). */
 const deliveredTo = new WeakMap<Client, unknown[]>();
 
-async function connect(key: string): Promise<Client> {
-  const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL('/v1/mcp', e2e.runtime.url), {
-    requestInit: { headers: { authorization: `Bearer ${key}` } },
-  });
-  await client.connect(transport);
+/**
+ * Keeps every message a connected transport delivers, in order. The SDK client hands a progress
+ * notification to its callback a microtask later, so one that reaches it in the same read as the result
+ * is dropped (the result has removed the callback by then): tests check what was sent here instead.
+ */
+function recordDeliveries(transport: {
+  onmessage?: ((message: JSONRPCMessage) => void) | undefined;
+}): unknown[] {
   const received: unknown[] = [];
   const deliver = transport.onmessage;
   transport.onmessage = (message) => {
     received.push(message);
     deliver?.(message);
   };
-  deliveredTo.set(client, received);
+  return received;
+}
+
+async function connect(key: string): Promise<Client> {
+  const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL('/v1/mcp', e2e.runtime.url), {
+    requestInit: { headers: { authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  deliveredTo.set(client, recordDeliveries(transport));
   return client;
 }
 
@@ -195,15 +206,7 @@ describe('the MCP server over stdio (differently mcp)', () => {
       stderr: 'pipe',
     });
     await client.connect(transport);
-    // Every message as it arrives, in order. The SDK client hands a progress notification to its
-    // callback a microtask later, so one that reaches it in the same read as the result is dropped
-    // (the result has removed the callback by then): what the bridge sent is checked here instead.
-    const received: unknown[] = [];
-    const deliver = transport.onmessage;
-    transport.onmessage = (message) => {
-      received.push(message);
-      deliver?.(message);
-    };
+    const received = recordDeliveries(transport);
     expect((await client.listTools()).tools.map((tool) => tool.name)).toContain('exec');
     const sandbox = viewSchema.parse(
       (await call(client, 'create_sandbox', { placement: { allowedPools: ['local'] } })).structuredContent,
