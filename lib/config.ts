@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { poolPricesSchema } from './budgets/prices.ts';
 import { features, isKnownFeature } from './adapter/port.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
@@ -52,6 +53,8 @@ export const poolConfigSchema = z.strictObject({
   /** 0: no limit beyond what the adapter's Capacity reports. */
   maxConcurrency: z.int().min(0).default(0),
   costModel: z.strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) }).optional(),
+  /** What the pool's sandboxes cost against budgets (lib/budgets); absent: nothing. */
+  prices: poolPricesSchema.optional(),
   /** Adapter-specific settings, validated by the adapter's own schema when the pool is built. */
   config: z.record(z.string(), z.unknown()).default({}),
   credentials: credentialRefSchema.optional(),

@@ -13,6 +13,7 @@
  */
 import { type Capabilities, type Capacity, capacityFits } from '../adapter/port.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
+import { runningHourly } from '../budgets/prices.ts';
 import type { Resources } from '../schemas/sandboxes.ts';
 
 export interface PlacementRequest {
@@ -26,7 +27,7 @@ export interface PlacementRequest {
 
 /** What placement knows of one pool: its config, its effective features and its last refreshed view. */
 export interface PoolState {
-  config: Pick<PoolConfig, 'name' | 'trust' | 'region' | 'maxConcurrency' | 'costModel'>;
+  config: Pick<PoolConfig, 'name' | 'trust' | 'region' | 'maxConcurrency' | 'costModel' | 'prices'>;
   /** Effective features (EffectiveFeatures applied). */
   features: string[];
   /** Declared limits and templates; null when they could not be read (no limits assumed). */
@@ -190,10 +191,13 @@ function fitsNow(request: PlacementRequest, pool: PoolState): Omit<Rejection, 'p
   return undefined;
 }
 
-/** Estimated cost per hour of this request on a pool; 0 when the pool has no cost model. */
+/**
+ * Estimated cost per hour of this request on a pool: its costModel, else its running price (what
+ * budgets are charged), else 0.
+ */
 export function estimatedHourlyCost(resources: Resources, pool: Pick<PoolState, 'config'>): number {
   const model = pool.config.costModel;
-  if (model === undefined) return 0;
+  if (model === undefined) return runningHourly(pool.config.prices, resources);
   return resources.cpu * model.cpuHour + (resources.memoryMiB / 1024) * model.memoryGiBHour;
 }
 

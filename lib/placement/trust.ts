@@ -1,3 +1,4 @@
+import { freePrices } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
 
@@ -35,6 +36,7 @@ export async function trustReport(pools: PoolRegistry, config: Config, now = new
       features: pools.featuresOf(pool.config.name),
       healthy: health.healthy,
       limitations,
+      prices: pool.config.prices ?? freePrices,
       receivesExternalWork: pool.config.trust === 'external' && receives(pool),
     };
   });

@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import { freePrices } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { errors } from '../errors.ts';
 import type { createPoolSchema, PoolDetail, updatePoolSchema } from '../schemas/pools.ts';
@@ -149,6 +150,7 @@ export class PoolAdmin {
       region,
       maxConcurrency,
       costModel,
+      prices,
       config,
       credentials,
     } = pool.config;
@@ -159,6 +161,7 @@ export class PoolAdmin {
       ...(region !== undefined && { region }),
       maxConcurrency,
       ...(costModel !== undefined && { costModel }),
+      prices: prices ?? freePrices,
       config,
       ...(credentials !== undefined && { credentials }),
       features: this.#deps.pools.featuresOf(name),

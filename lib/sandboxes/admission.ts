@@ -1,10 +1,17 @@
 import { isKnownFeature } from '../adapter/port.ts';
+import { reservationFor } from '../budgets/billing.ts';
+import { fromMicros, ratesOf } from '../budgets/prices.ts';
 import type { Config, Profile } from '../config.ts';
 import { errors } from '../errors.ts';
-import { type PlacementRequest, place } from '../placement/policy.ts';
+import { type PlacementRequest, type PoolState, place } from '../placement/policy.ts';
 import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
-import { type CreateSandboxRequest, type Resources, resourcesSchema } from '../schemas/sandboxes.ts';
+import {
+  type CreateSandboxRequest,
+  defaultTtlSeconds,
+  type Resources,
+  resourcesSchema,
+} from '../schemas/sandboxes.ts';
 import type { ReadAlongResult, Store } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
@@ -97,13 +104,16 @@ export async function admit(
   if (never !== undefined) throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });
   const template = request.template ?? null;
   const regions = request.placement?.regions ?? null;
-  refuseWhatCannotRun(deps, {
+  const eligible = refuseWhatCannotRun(deps, {
     capabilities,
     template,
     resources,
     allowedPools,
     regions,
     classification,
+  });
+  await refuseWhatNoBudgetCovers(deps, org, projectId, {
+    reservation: cheapestReservation(eligible, resources, request.ttlSeconds ?? defaultTtlSeconds),
   });
   return {
     projectId,
@@ -148,8 +158,8 @@ function profileOf(config: Config, name: string | undefined): Profile | undefine
  * Health and room are left to the scheduler: they change. The registry was synced fresh by `admit`, so
  * a pool or policy changed through another container moments ago already counts.
  */
-function refuseWhatCannotRun(deps: AdmissionDeps, request: PlacementRequest): void {
-  const { verdict, rejected } = place(
+function refuseWhatCannotRun(deps: AdmissionDeps, request: PlacementRequest): PoolState[] {
+  const { verdict, rejected, ranked } = place(
     request,
     poolStatesNow(deps.pools),
     { policy: deps.pools.policy(), classifications: deps.config.classifications },
@@ -159,6 +169,41 @@ function refuseWhatCannotRun(deps: AdmissionDeps, request: PlacementRequest): vo
     throw errors.unsupportedCapability(verdict.message, {
       rejected: rejected.map(({ pool, reason }) => ({ pool, reason })),
     });
+  }
+  return ranked;
+}
+
+/** The least a sandbox can reserve: its maximum cost on the cheapest pool that could run it. */
+function cheapestReservation(pools: PoolState[], resources: Resources, ttlSeconds: number): number {
+  const costs = pools.map(
+    (pool) => reservationFor(ratesOf(pool.config.prices, resources), ttlSeconds, new Date()).reserved,
+  );
+  return costs.length === 0 ? 0 : Math.min(...costs);
+}
+
+/**
+ * A sandbox whose maximum cost is more than a whole monthly budget (the org's or its project's) can
+ * never be reserved: refused at once, like a request larger than the quota. One that fits a budget but
+ * not what is left of it waits (queued, waitingFor quota) until reservations settle.
+ */
+async function refuseWhatNoBudgetCovers(
+  deps: AdmissionDeps,
+  org: OrgRecord,
+  projectId: string | null,
+  cost: { reservation: number },
+): Promise<void> {
+  if (cost.reservation === 0) return;
+  const project = projectId === null ? undefined : await deps.store.getProject(org.id, projectId);
+  for (const [scope, budget] of [
+    ['org', org.budget],
+    ['project', project?.budget ?? null],
+  ] as const) {
+    if (budget !== null && cost.reservation > budget) {
+      throw errors.quotaExceeded(
+        `this sandbox can never run: its maximum cost of ${fromMicros(cost.reservation)} (its TTL at the cheapest eligible pool's prices) is more than the ${scope}'s monthly budget of ${fromMicros(budget)}`,
+        { field: 'budget', scope, limit: fromMicros(budget), requested: fromMicros(cost.reservation) },
+      );
+    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { billingAfterTtlChange } from '../budgets/billing.ts';
 import { createHash } from 'node:crypto';
 import { isTtlExtender } from '../adapter/port.ts';
 import { canonicalJson } from '../audit/chain.ts';
@@ -110,6 +111,7 @@ export class SandboxService {
       updatedAt: now,
       expiresAt: null,
       operation: null,
+      billing: null,
     };
     const idempotency =
       idempotencyKey === undefined
@@ -188,6 +190,12 @@ export class SandboxService {
       patch.ttlSeconds = request.ttlSeconds;
       if (record.expiresAt !== null)
         patch.expiresAt = new Date(now.getTime() + request.ttlSeconds * 1000).toISOString();
+      // The budget reservation follows the new lifetime (a longer one may be refused: quota_exceeded).
+      patch.billing = billingAfterTtlChange(
+        record,
+        { ttlSeconds: request.ttlSeconds, expiresAt: patch.expiresAt ?? null },
+        now,
+      );
     }
     return this.#deps.store.updateSandbox(record, patch, {
       audit: {

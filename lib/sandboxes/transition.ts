@@ -1,3 +1,4 @@
+import { billingAfterMove } from '../budgets/billing.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -25,10 +26,13 @@ export async function transitionSandbox(
 ): Promise<SandboxRecord> {
   assertTransition(current.status, to);
   const pool = patch.pool !== undefined ? patch.pool : current.pool;
+  // Budgets follow the move in the same write: time billed, reservations released or settled. An
+  // activation brings its own reservation in the patch.
+  const billing = patch.billing !== undefined ? patch.billing : billingAfterMove(current, to, options.now);
   return store.updateSandbox(
     current,
     // A status change ends any wait unless the caller names the new one.
-    { waitingFor: null, ...patch, status: to, updatedAt: options.now.toISOString() },
+    { waitingFor: null, ...patch, billing, status: to, updatedAt: options.now.toISOString() },
     {
       audit: {
         actor: options.actor,

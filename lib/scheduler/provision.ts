@@ -1,3 +1,5 @@
+import { reservationFor } from '../budgets/billing.ts';
+import { ratesOf } from '../budgets/prices.ts';
 import { ownershipLabels } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
@@ -120,7 +122,9 @@ async function provisionOnce(
     if (activation.kind === 'quota') {
       // The quota may have been lowered below this sandbox since admission: then waiting is forever.
       const org = await deps.store.getOrg(record.orgId);
-      const never = org === undefined ? undefined : neverFits(record.resources, org.quota);
+      const never =
+        activation.neverAffordable ??
+        (org === undefined ? undefined : neverFits(record.resources, org.quota));
       if (never !== undefined) {
         await transitionSandbox(
           deps.store,
@@ -154,7 +158,13 @@ async function provisionOnce(
 
 type Activation =
   | { kind: 'active'; record: SandboxRecord }
-  | { kind: 'quota' | 'pool-full'; record: SandboxRecord; reason: string };
+  | {
+      kind: 'quota' | 'pool-full';
+      record: SandboxRecord;
+      reason: string;
+      /** Set when the refusal was a budget now smaller than this sandbox's whole reservation. */
+      neverAffordable?: string;
+    };
 
 /**
  * Puts the sandbox in provisioning on `pool`: its quota and the pool's concurrency slot are reserved in
@@ -172,6 +182,8 @@ async function activate(
     pool: name,
     placement: { pool: name, rejected: [...rejected], decidedAt: now.toISOString() },
     statusMessage: `provisioning on ${name}`,
+    // Its most cost on this pool's prices, held of the org's (and project's) budget in the same write.
+    billing: reservationFor(ratesOf(pool.config.prices, record.resources), record.ttlSeconds, now),
   };
   const options = { now, actor: system, poolLimit: pool.config.maxConcurrency };
   try {
@@ -186,7 +198,19 @@ async function activate(
   } catch (error) {
     if (!isApiError(error)) throw error;
     const latest = (await deps.store.getSandbox(record.orgId, record.id)) ?? record;
-    if (error.code === 'quota_exceeded') return { kind: 'quota', record: latest, reason: error.message };
+    if (error.code === 'quota_exceeded') {
+      const { field, limit, requested, scope } = error.details;
+      const neverAffordable =
+        field === 'budget' && typeof limit === 'number' && typeof requested === 'number' && requested > limit
+          ? `its maximum cost of ${requested} is more than the ${String(scope)}'s monthly budget of ${limit}`
+          : undefined;
+      return {
+        kind: 'quota',
+        record: latest,
+        reason: error.message,
+        ...(neverAffordable !== undefined && { neverAffordable }),
+      };
+    }
     if (error.code === 'insufficient_capacity')
       return { kind: 'pool-full', record: latest, reason: error.message };
     throw error;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { poolPricesSchema } from '../budgets/prices.ts';
 import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
 import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
 
@@ -18,6 +19,7 @@ export const updatePoolSchema = z
       .strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) })
       .nullable()
       .optional(),
+    prices: poolPricesSchema.nullable().optional(),
     config: z.record(z.string(), z.unknown()).optional(),
     credentials: credentialRefSchema.nullable().optional(),
     features: z.array(z.string().min(1).max(64)).nullable().optional(),
@@ -38,6 +40,8 @@ export const poolSchema = z.object({
   region: z.string().optional(),
   maxConcurrency: z.int(),
   costModel: z.object({ cpuHour: z.number(), memoryGiBHour: z.number() }).optional(),
+  /** What its sandboxes cost against budgets: zero where the pool names no prices. */
+  prices: poolPricesSchema,
   config: z.record(z.string(), z.unknown()),
   /** The reference (an environment variable or a secret ARN), never the value. */
   credentials: credentialRefSchema.optional(),
@@ -75,6 +79,8 @@ export const trustPoolSchema = z.object({
   features: z.array(z.string()),
   healthy: z.boolean(),
   limitations: z.array(z.string()),
+  /** What its sandboxes cost against budgets (zero where the pool names no prices). */
+  prices: poolPricesSchema,
   /** Whether the current policy lets this pool receive work from tenants whose classification allows it. */
   receivesExternalWork: z.boolean(),
 });

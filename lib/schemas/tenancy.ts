@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { budgetViewSchema } from '../budgets/ledger.ts';
 import { idPattern } from '../ids.ts';
 import { cpuStep } from './sandboxes.ts';
 
@@ -46,6 +47,8 @@ export const orgSchema = z.object({
   id: z.string(),
   name: z.string(),
   quota: quotaSchema,
+  /** Monthly budget (UTC calendar months) in the pools' currency; null: none. */
+  budget: z.number().nullable(),
   createdAt: z.string(),
 });
 export type OrgView = z.infer<typeof orgSchema>;
@@ -68,6 +71,11 @@ export const setQuotaSchema = quotaChangeSchema.refine((quota) => Object.keys(qu
   message: 'name at least one of maxCPU, maxMemoryMiB, maxDiskGiB, maxSandboxes, maxSnapshots',
 });
 
+export const projectParams = z.strictObject({
+  id: z.string().regex(idPattern('org'), 'an org id (org_...)'),
+  projectId: z.string().regex(idPattern('project'), 'a project id (prj_...)'),
+});
+
 export const createProjectSchema = z.strictObject({
   name: z.string().trim().min(1).max(128),
 });
@@ -76,6 +84,8 @@ export const projectSchema = z.object({
   id: z.string(),
   orgId: z.string(),
   name: z.string(),
+  /** Monthly budget counted besides the org's; null: none of its own. */
+  budget: z.number().nullable(),
   createdAt: z.string(),
 });
 export type ProjectView = z.infer<typeof projectSchema>;
@@ -94,6 +104,10 @@ export const orgUsageSchema = z.object({
   quota: quotaSchema,
   usage: usageViewSchema,
   available: usageViewSchema,
+  /** This calendar month's (UTC) budget of the org: spent, reserved by live sandboxes, and left. */
+  budget: budgetViewSchema,
+  /** With a key restricted to a project: that project's budget. */
+  projectBudget: budgetViewSchema.optional(),
 });
 
 export const keySchema = z.object({

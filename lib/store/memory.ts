@@ -1,4 +1,6 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
+import { ledgerChanges, chargeOf, type SandboxBilling } from '../budgets/billing.ts';
+import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
 import { errors } from '../errors.ts';
 import { newId, newUlid } from '../ids.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
@@ -56,6 +58,8 @@ export class MemoryStore implements Store {
   readonly #sandboxes = new Map<string, SandboxRecord>();
   readonly #usage = new Map<string, Usage>();
   readonly #poolUsage = new Map<string, number>();
+  /** Budget ledgers by `orgId/projectId/month` (projectId empty for the org's own). */
+  readonly #ledgers = new Map<string, Ledger>();
   readonly #audit = new Map<string, AuditEvent[]>();
   /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
   readonly #heads = new Map<string, ChainHead>();
@@ -154,6 +158,30 @@ export class MemoryStore implements Store {
     this.#keys.set(oldId, { ...old, revokedAt: at });
     this.#keys.set(successor.id, structuredClone(successor));
     this.#append(old.orgId, audit);
+  }
+
+  async setBudget(
+    orgId: string,
+    projectId: string | null,
+    monthlyMicros: number | null,
+    _months: string[],
+    audit: AuditInput,
+  ): Promise<void> {
+    // One process, one map: the limit is read at each charge, so no headroom needs moving.
+    const org = this.#orgs.get(orgId);
+    if (org === undefined) throw errors.notFound('org', orgId);
+    if (projectId === null) {
+      this.#orgs.set(orgId, { ...org, budget: monthlyMicros });
+    } else {
+      const project = this.#projects.get(projectId);
+      if (project === undefined || project.orgId !== orgId) throw errors.notFound('project', projectId);
+      this.#projects.set(projectId, { ...project, budget: monthlyMicros });
+    }
+    this.#append(orgId, audit);
+  }
+
+  async getLedger(orgId: string, projectId: string | null, month: string): Promise<Ledger> {
+    return { ...(this.#ledgers.get(ledgerKey(orgId, projectId, month)) ?? emptyLedger) };
   }
 
   async setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord> {
@@ -475,6 +503,8 @@ export class MemoryStore implements Store {
         });
       }
     }
+    const budgetChanges = this.#budgetChanges(from === 'new' ? null : from.billing, to);
+    for (const { key, ledger } of budgetChanges) this.#ledgers.set(key, ledger);
     this.#usage.set(to.orgId, {
       cpu: round(usage.cpu + delta.org.cpu),
       memoryMiB: usage.memoryMiB + delta.org.memoryMiB,
@@ -485,6 +515,34 @@ export class MemoryStore implements Store {
     for (const [pool, change] of Object.entries(delta.pools)) {
       this.#poolUsage.set(pool, (this.#poolUsage.get(pool) ?? 0) + change);
     }
+  }
+
+  /** The ledgers a sandbox's billing change leaves, checked against each budget; throws before any write. */
+  #budgetChanges(from: SandboxBilling | null, to: SandboxRecord): { key: string; ledger: Ledger }[] {
+    const result: { key: string; ledger: Ledger }[] = [];
+    for (const change of ledgerChanges(from, to.billing)) {
+      const scopes: { scope: BudgetScope; projectId: string | null; limit: number | null }[] = [
+        { scope: 'org', projectId: null, limit: this.#orgs.get(to.orgId)?.budget ?? null },
+      ];
+      if (to.projectId !== null) {
+        const limit = this.#projects.get(to.projectId)?.budget ?? null;
+        scopes.push({ scope: 'project', projectId: to.projectId, limit });
+      }
+      for (const { scope, projectId, limit } of scopes) {
+        const key = ledgerKey(to.orgId, projectId, change.month);
+        const ledger = this.#ledgers.get(key) ?? emptyLedger;
+        const used = ledger.reserved + ledger.spent;
+        const charge = chargeOf(change);
+        if (charge > 0 && limit !== null && used + charge > limit) {
+          throw budgetExceeded({ scope, month: change.month, limit, used, requested: charge });
+        }
+        result.push({
+          key,
+          ledger: { reserved: ledger.reserved + change.reserved, spent: ledger.spent + change.spent },
+        });
+      }
+    }
+    return result;
   }
 
   #append(orgId: string, input: AuditInput): AuditEvent {
@@ -498,6 +556,10 @@ export class MemoryStore implements Store {
     this.#onLinking?.([structuredClone(event)]).catch(() => undefined);
     return event;
   }
+}
+
+function ledgerKey(orgId: string, projectId: string | null, month: string): string {
+  return `${orgId}/${projectId ?? ''}/${month}`;
 }
 
 function copy<T>(value: T | undefined): T | undefined {

@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
+import type { Ledger } from '../budgets/ledger.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
 import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../sandboxes/state.ts';
 import type { Quota } from '../schemas/tenancy.ts';
@@ -65,6 +66,9 @@ export interface UpdateSandboxOptions {
  * - Usage follows status (lib/tenancy/quota.ts holdingsOf): the org usage aggregate and the pool's slot count
  *   change in the same atomic write as the sandbox; an increase past the org quota is `quota_exceeded`,
  *   past the pool's limit `insufficient_capacity`, and then nothing is written.
+ * - Budgets follow the sandbox's billing (lib/budgets/billing.ts ledgerChanges): the month's ledgers of
+ *   its org and its project change in the same atomic write; a charge past what is left of a budget is
+ *   `quota_exceeded` (details.field `budget`), and then nothing is written.
  * - Audit events are appended to the org's hash chain in the same atomic write as the change they record.
  */
 export interface Store {
@@ -130,6 +134,21 @@ export interface Store {
   readPools(): Promise<PoolsState>;
 
   getUsage(orgId: string): Promise<Usage>;
+
+  /**
+   * Sets the monthly budget (micros; null: none) of an org, or of one of its projects, and moves the
+   * headroom of the given months' ledgers (the current and the next) to it in the same write, so a
+   * reservation racing the change counts against the budget it finds, old or new, never neither.
+   */
+  setBudget(
+    orgId: string,
+    projectId: string | null,
+    monthlyMicros: number | null,
+    months: string[],
+    audit: AuditInput,
+  ): Promise<void>;
+  /** A month's ledger of an org's budget (projectId null) or of one project's. */
+  getLedger(orgId: string, projectId: string | null, month: string): Promise<Ledger>;
   /** Active slots taken on a pool. */
   getPoolUsage(pool: string): Promise<number>;
 

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
 import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
@@ -14,6 +15,8 @@ export const orgRecordSchema = z.object({
   id: z.string(),
   name: z.string(),
   quota: quotaSchema,
+  /** Micros per calendar month; null: no budget (records stored before budgets existed have none). */
+  budget: z.int().nullable().default(null),
   createdAt: z.string(),
 });
 export type OrgRecord = z.infer<typeof orgRecordSchema>;
@@ -35,6 +38,8 @@ export const projectRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
   name: z.string(),
+  /** Micros per calendar month, counted besides the org's; null: only the org's budget applies. */
+  budget: z.int().nullable().default(null),
   createdAt: z.string(),
 });
 export type ProjectRecord = z.infer<typeof projectRecordSchema>;
@@ -145,6 +150,8 @@ export const sandboxRecordSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   expiresAt: z.string().nullable(),
+  /** What it holds of and owes to budgets (lib/budgets/billing.ts); null until it is first activated. */
+  billing: sandboxBillingSchema.nullable().default(null),
   /** The last lifecycle operation (records written before operations were asynchronous have none). */
   operation: sandboxOperationSchema.nullable().default(null),
 });
@@ -179,3 +186,5 @@ export const usageSchema = z.object({
 });
 
 export { auditEventSchema } from '../schemas/audit.ts';
+
+export const ledgerSchema = z.object({ reserved: z.number().default(0), spent: z.number().default(0) });

@@ -1,4 +1,7 @@
 import type * as z from 'zod';
+import { monthOf, nextMonth } from '../budgets/billing.ts';
+import { type BudgetView, budgetView, monthlyMicros, type setBudgetSchema } from '../budgets/ledger.ts';
+import { fromMicros } from '../budgets/prices.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type {
@@ -14,7 +17,23 @@ import { e2bKeyForm, mintKeySecret } from './auth.ts';
 import { round, usageLimits } from './quota.ts';
 
 export function orgView(org: OrgRecord): OrgView {
-  return { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt };
+  return {
+    id: org.id,
+    name: org.name,
+    quota: org.quota,
+    budget: org.budget === null ? null : fromMicros(org.budget),
+    createdAt: org.createdAt,
+  };
+}
+
+export function projectView(project: ProjectRecord): ProjectView {
+  return {
+    id: project.id,
+    orgId: project.orgId,
+    name: project.name,
+    budget: project.budget === null ? null : fromMicros(project.budget),
+    createdAt: project.createdAt,
+  };
 }
 
 export function keyView(key: KeyRecord): KeyView {
@@ -43,6 +62,7 @@ export class Tenancy {
       id: newId('org'),
       name: input.name,
       quota: quotaSchema.parse(input.quota ?? {}),
+      budget: null,
       createdAt: this.#now().toISOString(),
     };
     await this.#store.createOrg(org, {
@@ -157,6 +177,7 @@ export class Tenancy {
       id: newId('project'),
       orgId,
       name: input.name,
+      budget: null,
       createdAt: this.#now().toISOString(),
     };
     await this.#store.createProject(project, {
@@ -165,7 +186,7 @@ export class Tenancy {
       target: project.id,
       details: { name: project.name },
     });
-    return project;
+    return projectView(project);
   }
 
   async getProject(orgId: string, id: string): Promise<ProjectRecord> {
@@ -176,7 +197,8 @@ export class Tenancy {
 
   async listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectView>> {
     await this.getOrg(orgId);
-    return this.#store.listProjects(orgId, page);
+    const result = await this.#store.listProjects(orgId, page);
+    return { items: result.items.map(projectView), nextCursor: result.nextCursor };
   }
 
   /** Changes some of an org's limits; lowering one below usage makes new work wait, it stops nothing. */
@@ -194,13 +216,64 @@ export class Tenancy {
     return updated;
   }
 
-  async usage(orgId: string) {
+  /**
+   * Sets the monthly budget of an org or (projectId) of one of its projects; null removes it. Lowering it
+   * below what is already reserved and spent stops nothing: new reservations wait until it fits.
+   */
+  async setBudget(
+    orgId: string,
+    projectId: string | null,
+    input: z.infer<typeof setBudgetSchema>,
+    actor = 'admin',
+  ): Promise<BudgetView> {
     const org = await this.getOrg(orgId);
-    const usage = await this.#store.getUsage(orgId);
+    const before = projectId === null ? org.budget : (await this.getProject(orgId, projectId)).budget;
+    const monthly = monthlyMicros(input.monthly);
+    const month = monthOf(this.#now());
+    await this.#store.setBudget(orgId, projectId, monthly, [month, nextMonth(month)], {
+      actor,
+      action: projectId === null ? 'org.budget-changed' : 'project.budget-changed',
+      target: projectId ?? orgId,
+      details: {
+        from: before === null ? null : fromMicros(before),
+        to: input.monthly,
+      },
+    });
+    return budgetView(month, monthly, await this.#store.getLedger(orgId, projectId, month));
+  }
+
+  /** This month's budget of an org, or of one of its projects. */
+  async budget(orgId: string, projectId: string | null): Promise<BudgetView> {
+    const month = monthOf(this.#now());
+    const [limit, ledger] = await Promise.all([
+      projectId === null
+        ? this.getOrg(orgId).then((org) => org.budget)
+        : this.getProject(orgId, projectId).then((project) => project.budget),
+      this.#store.getLedger(orgId, projectId, month),
+    ]);
+    return budgetView(month, limit, ledger);
+  }
+
+  /** What the org holds of its quota and budget; a key restricted to a project also sees that project's budget. */
+  async usage(orgId: string, projectId: string | null = null) {
+    const org = await this.getOrg(orgId);
+    const month = monthOf(this.#now());
+    const [usage, ledger, projectBudget] = await Promise.all([
+      this.#store.getUsage(orgId),
+      this.#store.getLedger(orgId, null, month),
+      projectId === null ? undefined : this.budget(orgId, projectId),
+    ]);
     const available = { ...usage };
     for (const { field, limit } of usageLimits) {
       available[field] = round(Math.max(0, org.quota[limit] - usage[field]));
     }
-    return { orgId, quota: org.quota, usage, available };
+    return {
+      orgId,
+      quota: org.quota,
+      usage,
+      available,
+      budget: budgetView(month, org.budget, ledger),
+      ...(projectBudget !== undefined && { projectBudget }),
+    };
   }
 }

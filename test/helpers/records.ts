@@ -32,6 +32,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     updatedAt: now,
     expiresAt: null,
     operation: null,
+    billing: null,
     ...overrides,
   };
 }

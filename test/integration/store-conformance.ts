@@ -30,6 +30,7 @@ async function newOrg(store: Store, quota: Partial<Quota> = {}): Promise<OrgReco
     id: newId('org'),
     name: 'org',
     quota: quotaSchema.parse(quota),
+    budget: null,
     createdAt: new Date().toISOString(),
   };
   await store.createOrg(org, { ...admin, action: 'org.created', target: org.id });
@@ -190,6 +191,7 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
           id: newId('project'),
           orgId: org.id,
           name: `p${i}`,
+          budget: null,
           createdAt: new Date().toISOString(),
         }));
         for (const project of projects) await store.createProject(project, admin);
@@ -204,6 +206,7 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
           id: newId('project'),
           orgId: newId('org'),
           name: 'x',
+          budget: null,
           createdAt: 'x',
         };
         expect(await codeOf(store.createProject(orphan, admin))).toBe('not_found');

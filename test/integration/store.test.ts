@@ -6,6 +6,7 @@ import { auditItem, keyOf } from '../../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
+import { budgetConformance } from './budget-conformance.ts';
 import { storeConformance } from './store-conformance.ts';
 
 let lastMemory: MemoryStore | undefined;
@@ -34,6 +35,8 @@ storeConformance('memory', {
     };
   },
 });
+
+budgetConformance('memory', { create: async () => new MemoryStore() });
 
 const base = localDynamoDbClient(inject('dynamodbEndpoint'));
 const doc = documentClient(base);
@@ -67,5 +70,13 @@ storeConformance('dynamodb', {
         await doc.send(new DeleteCommand({ TableName: table, Key: keyOf.auditEvent(orgId, seq) }));
       },
     };
+  },
+});
+
+budgetConformance('dynamodb', {
+  async create() {
+    const name = `budgets-${process.pid}-${++tables}`;
+    await ensureTable(base, name);
+    return new DynamoDbStore({ client: doc, tableName: name });
   },
 });

@@ -1,3 +1,4 @@
+import { budgetViewSchema, setBudgetSchema } from '../../budgets/ledger.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import {
   createdKeySchema,
@@ -7,6 +8,7 @@ import {
   keySchema,
   orgSchema,
   orgUsageSchema,
+  projectParams,
   projectSchema,
   setQuotaSchema,
 } from '../../schemas/tenancy.ts';
@@ -148,6 +150,58 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       }),
     }),
     route({
+      method: 'PUT',
+      path: '/v1/admin/orgs/{id}/budget',
+      summary:
+        "Set an organization's monthly budget (null: none); below what is reserved and spent, new work waits and nothing stops",
+      auth: 'admin',
+      params: orgParams,
+      body: setBudgetSchema,
+      responses: { 200: budgetViewSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await tenancy.setBudget(params.id, null, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/budget',
+      summary: "This month's budget of an organization: spent, reserved and left",
+      auth: 'admin',
+      adminScope: 'org',
+      params: orgParams,
+      responses: { 200: budgetViewSchema, 404: errorSchema },
+      handle: async ({ params }) => ({ status: 200, body: await tenancy.budget(params.id, null) }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/admin/orgs/{id}/projects/{projectId}/budget',
+      summary:
+        "Set a project's monthly budget, counted besides its organization's (null: none of its own)",
+      auth: 'admin',
+      adminScope: 'org',
+      params: projectParams,
+      body: setBudgetSchema,
+      responses: { 200: budgetViewSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await tenancy.setBudget(params.id, params.projectId, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/projects/{projectId}/budget',
+      summary: "This month's budget of a project: spent, reserved and left",
+      auth: 'admin',
+      adminScope: 'org',
+      params: projectParams,
+      responses: { 200: budgetViewSchema, 404: errorSchema },
+      handle: async ({ params }) => ({
+        status: 200,
+        body: await tenancy.budget(params.id, params.projectId),
+      }),
+    }),
+    route({
       method: 'POST',
       path: '/v1/admin/keys/{id}/rotate',
       summary: 'Rotate a key: a new key with the same org, name, role and project; the old one is revoked',
@@ -163,12 +217,12 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'GET',
       path: '/v1/usage',
-      summary: "The organization's quota, what it holds now, and what is left",
+      summary: "The organization's quota and budget, what it holds and spent now, and what is left",
       auth: 'org',
       responses: { 200: orgUsageSchema },
       handle: async ({ principal }) => ({
         status: 200,
-        body: await tenancy.usage(principal.orgId),
+        body: await tenancy.usage(principal.orgId, principal.projectId),
       }),
     }),
   ];

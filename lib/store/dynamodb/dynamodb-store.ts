@@ -1,5 +1,7 @@
 import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEvent, AuditInput, ChainHead } from '../../audit/chain.ts';
+import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
+import type { Ledger } from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { newId, newUlid } from '../../ids.ts';
 import type { SandboxStatus } from '../../sandboxes/state.ts';
@@ -49,6 +51,16 @@ import {
   withDownMarks,
 } from '../records.ts';
 import { AuditOutbox } from './audit-outbox.ts';
+import {
+  budgetActions,
+  initLedger,
+  type LedgerOwner,
+  ledgerLabel,
+  ledgerOwnersOf,
+  ledgerUpdate,
+  readLedger,
+  refusal,
+} from './budget-ledgers.ts';
 import {
   indexKeyOf,
   keyOf,
@@ -564,6 +576,31 @@ export class DynamoDbStore implements Store {
     return state;
   }
 
+  async setBudget(
+    orgId: string,
+    projectId: string | null,
+    monthlyMicros: number | null,
+    months: string[],
+    audit: AuditInput,
+  ): Promise<void> {
+    await this.#audit
+      .write(orgId, audit, () => budgetActions({ orgId, projectId }, monthlyMicros, months))
+      .catch(
+        onCanceled((failed) =>
+          failed.has('owner')
+            ? projectId === null
+              ? errors.notFound('org', orgId)
+              : errors.notFound('project', projectId)
+            : errors.conflict('the budget changed while it was being set; try again'),
+        ),
+      );
+  }
+
+  async getLedger(orgId: string, projectId: string | null, month: string): Promise<Ledger> {
+    const { reserved, spent } = await readLedger(this.#t, { orgId, projectId }, month);
+    return { reserved, spent };
+  }
+
   async getUsage(orgId: string): Promise<Usage> {
     const item = await this.#t.get(keyOf.usage(orgId));
     return item === undefined ? { ...zeroUsage } : usageSchema.parse(item);
@@ -790,6 +827,32 @@ export class DynamoDbStore implements Store {
     options: UpdateSandboxOptions = {},
   ): Promise<SandboxRecord> {
     const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
+    const budgets = ledgerChanges(current.billing, next.billing).flatMap((change) =>
+      ledgerOwnersOf(next).map((owner) => ({ owner, change })),
+    );
+    // A month's first charge to a budget finds its ledger without headroom: give it one, then again.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#writeSandbox(current, next, budgets, options);
+      } catch (error) {
+        if (!(error instanceof Canceled) || attempt >= 2) throw error;
+        const failed = budgets.find(({ owner, change }) =>
+          error.failed.some((f) => f.label === ledgerLabel(owner, change.month)),
+        );
+        if (failed === undefined) throw error;
+        const ledger = await readLedger(this.#t, failed.owner, failed.change.month);
+        if (ledger.initialized) throw await refusal(this.#t, failed.owner, failed.change);
+        await initLedger(this.#t, failed.owner, failed.change.month);
+      }
+    }
+  }
+
+  async #writeSandbox(
+    current: SandboxRecord,
+    next: SandboxRecord,
+    budgets: { owner: LedgerOwner; change: LedgerChange }[],
+    options: UpdateSandboxOptions,
+  ): Promise<SandboxRecord> {
     const delta = usageDelta(current, next);
     const actions = (): Action[] => {
       const list: Action[] = [
@@ -807,6 +870,7 @@ export class DynamoDbStore implements Store {
         const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
         list.push(poolUpdate(pool, change, limit, this.#table));
       }
+      for (const { owner, change } of budgets) list.push(ledgerUpdate(owner, change));
       return list;
     };
     try {
@@ -815,6 +879,8 @@ export class DynamoDbStore implements Store {
     } catch (error) {
       if (!(error instanceof Canceled)) throw error;
       const labels = new Set(error.failed.map((f) => f.label));
+      // A budget's refusal is its caller's to explain (it may only need its month's headroom).
+      if ([...labels].some((label) => label.startsWith('budget:')) && !labels.has('sandbox')) throw error;
       if (labels.has('sandbox')) {
         const stored = await this.getSandbox(current.orgId, current.id);
         if (stored === undefined) throw errors.notFound('sandbox', current.id);

@@ -12,6 +12,11 @@ export const keyOf = {
   usage: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'USAGE' }),
   /** How many of the org's sandboxes wait (queued or provisioning): what maxQueued bounds. */
   waiting: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'WAITING' }),
+  /** A month's ledger of the org's budget, or of one of its projects' (lib/store/dynamodb/budget-ledgers.ts). */
+  budgetLedger: (orgId: string, projectId: string | null, month: string) => ({
+    PK: `ORG#${orgId}`,
+    SK: projectId === null ? `BUDGET#${month}` : `BUDGET#${month}#${projectId}`,
+  }),
   chainHead: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'AUDITHEAD' }),
   auditEvent: (orgId: string, seq: number) => ({ PK: `ORG#${orgId}#AUDIT`, SK: `EVT#${seqKey(seq)}` }),
   key: (keyId: string) => ({ PK: `KEY#${keyId}`, SK: 'KEY' }),

@@ -128,13 +128,18 @@ class SnapshotDeleted(_SnapshotDeletedRequired, total=False):
     note: str
 
 
-class Usage(TypedDict):
-    """What the organization's quota, what it holds now, and what is left answers."""
-
+class _UsageRequired(TypedDict):
     orgId: str
     quota: dict[str, Any]
     usage: dict[str, Any]
     available: dict[str, Any]
+    budget: dict[str, Any]
+
+
+class Usage(_UsageRequired, total=False):
+    """What the organization's quota and budget, what it holds and spent now, and what is left answers."""
+
+    projectBudget: dict[str, Any]
 
 
 class Templates(TypedDict):
@@ -166,6 +171,7 @@ class Org(TypedDict):
     id: str
     name: str
     quota: dict[str, Any]
+    budget: float | None
     createdAt: str
 
 
@@ -215,6 +221,7 @@ class Project(TypedDict):
     id: str
     orgId: str
     name: str
+    budget: float | None
     createdAt: str
 
 
@@ -230,6 +237,7 @@ class _PoolRequired(TypedDict):
     adapter: str
     trust: Literal["private", "external"]
     maxConcurrency: int
+    prices: dict[str, Any]
     config: dict[str, Any]
     features: list[str]
     source: Literal["config", "api"]
@@ -369,6 +377,7 @@ class CreatePoolRequest(_CreatePoolRequestRequired, total=False):
     region: str
     maxConcurrency: int
     costModel: dict[str, Any]
+    prices: dict[str, Any]
     config: dict[str, Any]
     credentials: dict[str, Any]
     features: list[str]
@@ -381,6 +390,7 @@ class UpdatePoolRequest(TypedDict, total=False):
     region: str | None
     maxConcurrency: int
     costModel: dict[str, Any] | None
+    prices: dict[str, Any] | None
     config: dict[str, Any]
     credentials: dict[str, Any] | None
     features: list[str] | None
