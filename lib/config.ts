@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { poolPricesSchema } from './budgets/prices.ts';
 import { features, isKnownFeature } from './adapter/port.ts';
+import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
 import { requestedResourcesSchema } from './schemas/sandboxes.ts';

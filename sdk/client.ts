@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type * as z from 'zod';
+import type { BudgetView } from '../lib/budgets/ledger.ts';
+
+export type { BudgetView };
+
 import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import { transitionalStatuses as transitional } from '../lib/sandboxes/state.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
@@ -420,6 +424,27 @@ export class DifferentlyClient {
       this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects`, { query, retry: true }),
     setQuota: (orgId: string, body: Partial<Quota>): Promise<OrgView> =>
       this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/quota`, { body, retry: true }),
+    /** The org's monthly budget in the pools' currency (null removes it): this month's view. */
+    setBudget: (orgId: string, monthly: number | null): Promise<BudgetView> =>
+      this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/budget`, {
+        body: { monthly },
+        retry: true,
+      }),
+    getBudget: (orgId: string): Promise<BudgetView> =>
+      this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/budget`, { retry: true }),
+    /** A project's monthly budget, counted besides its org's (null removes it). */
+    setProjectBudget: (orgId: string, projectId: string, monthly: number | null): Promise<BudgetView> =>
+      this.#json(
+        'PUT',
+        `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects/${encodeURIComponent(projectId)}/budget`,
+        { body: { monthly }, retry: true },
+      ),
+    getProjectBudget: (orgId: string, projectId: string): Promise<BudgetView> =>
+      this.#json(
+        'GET',
+        `/v1/admin/orgs/${encodeURIComponent(orgId)}/projects/${encodeURIComponent(projectId)}/budget`,
+        { retry: true },
+      ),
     listPools: (): Promise<Page<PoolDetail>> => this.#json('GET', '/v1/admin/pools', { retry: true }),
     getPool: (name: string): Promise<PoolDetail> =>
       this.#json('GET', `/v1/admin/pools/${encodeURIComponent(name)}`, { retry: true }),

@@ -32,11 +32,25 @@ const poolRow = (pool: PoolDetail) => ({
   healthy: pool.health.healthy ? 'yes' : `no: ${pool.health.reason}`,
 });
 
+const budgetColumns = ['month', 'monthly', 'spent', 'reserved', 'left'];
+
+/** A monthly budget as typed: a non-negative amount, or `none` to remove it. */
+function monthlyAmount(text: string): number | null {
+  if (text === 'none') return null;
+  const amount = Number(text);
+  if (text.trim() === '' || !Number.isFinite(amount) || amount < 0) {
+    throw new UsageError(`budget: ${text} is not an amount (a number of 0 or more, or none)`);
+  }
+  return amount;
+}
+
 export const admin: Command = {
   usage: `Usage:
   differently admin orgs create <name> | orgs list | orgs get <id>
   differently admin orgs quota <org-id> maxCPU=N [maxMemoryMiB=N maxDiskGiB=N maxSandboxes=N maxSnapshots=N]
+  differently admin orgs budget <org-id> [AMOUNT|none]   (monthly, in the pools' currency; none removes it)
   differently admin projects create <org-id> <name> | projects list <org-id>
+  differently admin projects budget <org-id> <project-id> [AMOUNT|none]
   differently admin keys create <org-id> <name> [--project P] [--role admin|member]
   differently admin keys list <org-id> | keys revoke <key-id> | keys rotate <key-id>
   differently admin pools list | pools get <name> | pools delete <name>
@@ -51,7 +65,15 @@ verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin
     orgs: async (ctx) => {
       const [verb, arg, ...limits] = ctx.rest;
       const { client } = ctx;
-      if (verb === 'quota') {
+      if (verb === 'budget') {
+        const orgId = ctx.need(arg, 'org-id');
+        const [amount] = limits;
+        const budget =
+          amount === undefined
+            ? await client.admin.getBudget(orgId)
+            : await client.admin.setBudget(orgId, monthlyAmount(amount));
+        ctx.print(budget, () => table([budget], budgetColumns));
+      } else if (verb === 'quota') {
         const change: Record<string, number> = {};
         for (const [field, value] of Object.entries(ctx.pairs(limits, 'limit')))
           change[field] = Number(value);
@@ -104,8 +126,16 @@ verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin
       return 0;
     },
     projects: async (ctx) => {
-      const [verb, first, second] = ctx.rest;
-      if (verb === 'create') {
+      const [verb, first, second, amount] = ctx.rest;
+      if (verb === 'budget') {
+        const orgId = ctx.need(first, 'org-id');
+        const projectId = ctx.need(second, 'project-id');
+        const budget =
+          amount === undefined
+            ? await ctx.client.admin.getProjectBudget(orgId, projectId)
+            : await ctx.client.admin.setProjectBudget(orgId, projectId, monthlyAmount(amount));
+        ctx.print(budget, () => table([budget], budgetColumns));
+      } else if (verb === 'create') {
         const project = await ctx.client.admin.createProject(ctx.need(first, 'org-id'), {
           name: ctx.need(second, 'name'),
         });

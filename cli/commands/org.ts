@@ -17,7 +17,7 @@ export const ports: Command = {
 };
 
 export const usage: Command = {
-  usage: "Usage: differently usage    the org's quota, what it holds and what is left",
+  usage: "Usage: differently usage    the org's quota and budget, what it holds and spent, and what is left",
   actions: {
     '': async (ctx) => {
       const usage = await ctx.client.usage();
@@ -26,7 +26,16 @@ export const usage: Command = {
         used,
         available: usage.available[field as keyof typeof usage.available],
       }));
-      ctx.print(usage, () => table(rows, ['field', 'used', 'available']));
+      // Budgets in the same table: what this month spent and holds, and what is left (none: no budget).
+      const budgets = [
+        ['budget', usage.budget] as const,
+        ...(usage.projectBudget === undefined ? [] : [['project budget', usage.projectBudget] as const]),
+      ].map(([field, budget]) => ({
+        field: `${field} ${budget.month}`,
+        used: budget.spent + budget.reserved,
+        available: budget.left ?? 'no limit',
+      }));
+      ctx.print(usage, () => table([...rows, ...budgets], ['field', 'used', 'available']));
       return 0;
     },
   },

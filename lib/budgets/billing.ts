@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import type { SandboxStatus } from '../sandboxes/state.ts';
-import { maxRate, sandboxRatesSchema, type SandboxRates } from './prices.ts';
+import { maxRate, type SandboxRates, sandboxRatesSchema } from './prices.ts';
 
 /**
  * What a sandbox owes and holds of its budgets, kept on its record so that every write's budget effect
@@ -59,9 +59,7 @@ export function monthOf(at: Date): string {
 /** The month after `month` (YYYY-MM). */
 export function nextMonth(month: string): string {
   const [year, monthNumber] = month.split('-').map(Number) as [number, number];
-  return monthNumber === 12
-    ? `${year + 1}-01`
-    : `${year}-${String(monthNumber + 1).padStart(2, '0')}`;
+  return monthNumber === 12 ? `${year + 1}-01` : `${year}-${String(monthNumber + 1).padStart(2, '0')}`;
 }
 
 /** The reservation a sandbox takes when it is activated: the most it can cost over its TTL. */
@@ -85,7 +83,9 @@ export function costSoFar(billing: SandboxBilling): number {
   const { rates } = billing;
   return Math.ceil(
     (billing.created ? rates.create : 0) +
-      (rates.running * billing.runningMs + rates.paused * billing.pausedMs + rates.stopped * billing.stoppedMs) /
+      (rates.running * billing.runningMs +
+        rates.paused * billing.pausedMs +
+        rates.stopped * billing.stoppedMs) /
         1000,
   );
 }
@@ -139,7 +139,9 @@ export function billingAfterTtlChange(
   if (billing === null || billing.settledAt !== null) return billing;
   const accrued = accrue(billing, from, now);
   const remainingMs =
-    change.expiresAt === null ? change.ttlSeconds * 1000 : Math.max(0, Date.parse(change.expiresAt) - now.getTime());
+    change.expiresAt === null
+      ? change.ttlSeconds * 1000
+      : Math.max(0, Date.parse(change.expiresAt) - now.getTime());
   const billedMs = accrued.runningMs + accrued.pausedMs + accrued.stoppedMs;
   const { rates } = accrued;
   return {

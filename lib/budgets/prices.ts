@@ -63,8 +63,7 @@ export function ratesOf(
 ): SandboxRates {
   const model = prices ?? freePrices;
   const perSecond = (state: { perVcpuSecond: number; perGiBSecond: number }) =>
-    (resources.cpu * state.perVcpuSecond + (resources.memoryMiB / 1024) * state.perGiBSecond) *
-    microsPerUnit;
+    (resources.cpu * state.perVcpuSecond + (resources.memoryMiB / 1024) * state.perGiBSecond) * microsPerUnit;
   return {
     create: model.perCreate * microsPerUnit,
     running: perSecond(model.running),

@@ -12,8 +12,8 @@
  *    then the operator's order.
  */
 import { type Capabilities, type Capacity, capacityFits } from '../adapter/port.ts';
-import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import { runningHourly } from '../budgets/prices.ts';
+import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import type { Resources } from '../schemas/sandboxes.ts';
 
 export interface PlacementRequest {

@@ -1,7 +1,7 @@
-import { billingAfterTtlChange } from '../budgets/billing.ts';
 import { createHash } from 'node:crypto';
 import { isTtlExtender } from '../adapter/port.ts';
 import { canonicalJson } from '../audit/chain.ts';
+import { billingAfterTtlChange } from '../budgets/billing.ts';
 import type { Config } from '../config.ts';
 import { errors, isApiError } from '../errors.ts';
 import { newId } from '../ids.ts';

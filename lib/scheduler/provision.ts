@@ -1,7 +1,7 @@
-import { reservationFor } from '../budgets/billing.ts';
-import { ratesOf } from '../budgets/prices.ts';
 import { ownershipLabels } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
+import { reservationFor } from '../budgets/billing.ts';
+import { ratesOf } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';

@@ -1,5 +1,5 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
-import { ledgerChanges, chargeOf, type SandboxBilling } from '../budgets/billing.ts';
+import { chargeOf, ledgerChanges, type SandboxBilling } from '../budgets/billing.ts';
 import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
 import { errors } from '../errors.ts';
 import { newId, newUlid } from '../ids.ts';

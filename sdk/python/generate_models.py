@@ -42,6 +42,7 @@ RESPONSES = {
     "Policy": ("getAdminPolicy",),
     "AuditVerification": ("getAdminAuditVerify",),
     "ReconcileReport": ("postAdminReconcile",),
+    "Budget": ("getAdminOrgsByIdBudget",),
 }
 REQUESTS = {
     "CreateSandboxRequest": "postSandboxes",

@@ -194,8 +194,25 @@ describe('the differently CLI', () => {
     const rotated = await json(['admin', 'keys', 'rotate', String(key.id), ...asAdmin]);
     expect(rotated.projectId).toBe(project.id);
     const tenantEnv = { DIFFERENTLY_ENDPOINT: e.runtime.url, DIFFERENTLY_API_KEY: String(rotated.key) };
+    expect(await json(['admin', 'orgs', 'budget', orgId, '250', ...asAdmin])).toMatchObject({
+      monthly: 250,
+      left: 250,
+    });
+    expect(
+      await json(['admin', 'projects', 'budget', orgId, String(project.id), '40.5', ...asAdmin]),
+    ).toMatchObject({ monthly: 40.5 });
+    expect(await json(['admin', 'orgs', 'budget', orgId, ...asAdmin])).toMatchObject({ monthly: 250 });
+    const badAmount = await cli(['admin', 'orgs', 'budget', orgId, 'lots', ...asAdmin]);
+    expect(badAmount.code).toBe(2);
+    expect(badAmount.stderr).toContain('lots is not an amount');
     const usage = await json(['usage', '--json'], tenantEnv);
     expect(usage.quota).toMatchObject({ maxCPU: 6 });
+    expect(usage.budget).toMatchObject({ monthly: 250 });
+    expect(usage.projectBudget).toMatchObject({ monthly: 40.5 });
+    expect(await json(['admin', 'orgs', 'budget', orgId, 'none', ...asAdmin])).toMatchObject({
+      monthly: null,
+      left: null,
+    });
     const old = await cli(['usage'], { ...tenantEnv, DIFFERENTLY_API_KEY: String(key.key) });
     expect(old.code).toBe(1);
     expect(old.stderr).toContain('unauthenticated');

@@ -224,7 +224,10 @@ export function budgetConformance(name: string, subject: BudgetStoreUnderTest): 
       const project = await newProject(store, org.id, 3_000_000);
       await activate(store, await queued(store, org.id, { projectId: project.id }));
       const refused = await refusal(activate(store, await queued(store, org.id, { projectId: project.id })));
-      expect(refused).toMatchObject({ code: 'quota_exceeded', details: { field: 'budget', scope: 'project' } });
+      expect(refused).toMatchObject({
+        code: 'quota_exceeded',
+        details: { field: 'budget', scope: 'project' },
+      });
       // Outside the project only the org's budget counts: 2 of 5 held, 2 more fit, then the org's refuses.
       await activate(store, await queued(store, org.id));
       expect(await refusal(activate(store, await queued(store, org.id)))).toMatchObject({

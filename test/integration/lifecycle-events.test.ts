@@ -101,7 +101,13 @@ describe('at least once, never from a change that did not commit', () => {
     });
     const other = 'org_01ARZ3NDEKTSV4RRFFQ69G5FAW';
     await store.createOrg(
-      { id: other, name: 'e', quota: quotaSchema.parse({}), budget: null, createdAt: new Date().toISOString() },
+      {
+        id: other,
+        name: 'e',
+        quota: quotaSchema.parse({}),
+        budget: null,
+        createdAt: new Date().toISOString(),
+      },
       { actor: 'admin', action: 'org.created', target: other, details: {} },
     );
     // A sandbox status change (its creation: queued) recorded through the outbox.

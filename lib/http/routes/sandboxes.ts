@@ -90,7 +90,14 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       body: updateSandboxSchema,
-      responses: { 200: updatedSandboxSchema, 404: errorSchema, 409: errorSchema, 503: errorSchema },
+      // 429: a longer TTL whose reservation no budget covers.
+      responses: {
+        200: updatedSandboxSchema,
+        404: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+        503: errorSchema,
+      },
       handle: async ({ principal, params, body }) => ({
         status: 200,
         body: await sandboxes.update(principal, params.id, body),

@@ -176,8 +176,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'PUT',
       path: '/v1/admin/orgs/{id}/projects/{projectId}/budget',
-      summary:
-        "Set a project's monthly budget, counted besides its organization's (null: none of its own)",
+      summary: "Set a project's monthly budget, counted besides its organization's (null: none of its own)",
       auth: 'admin',
       adminScope: 'org',
       params: projectParams,

@@ -50,7 +50,8 @@ export function ledgerUpdate(owner: LedgerOwner, change: LedgerChange): Action {
         ExpressionAttributeNames: names,
         ...(charge > 0
           ? {
-              UpdateExpression: 'SET #free = #free - :charge ADD #reserved :reserved, #spent :spent, #used :charge',
+              UpdateExpression:
+                'SET #free = #free - :charge ADD #reserved :reserved, #spent :spent, #used :charge',
               ConditionExpression: 'attribute_exists(#free) AND #free >= :charge',
               ExpressionAttributeValues: values,
             }
@@ -110,12 +111,11 @@ export async function readLedger(
 }
 
 /** Why a charge to a ledger was refused: its budget's numbers, read after the refusal. */
-export async function refusal(
-  table: TableClient,
-  owner: LedgerOwner,
-  change: LedgerChange,
-): Promise<Error> {
-  const [ledger, budget] = await Promise.all([readLedger(table, owner, change.month), budgetOf(table, owner)]);
+export async function refusal(table: TableClient, owner: LedgerOwner, change: LedgerChange): Promise<Error> {
+  const [ledger, budget] = await Promise.all([
+    readLedger(table, owner, change.month),
+    budgetOf(table, owner),
+  ]);
   const scope: BudgetScope = owner.projectId === null ? 'org' : 'project';
   return budgetExceeded({
     scope,
@@ -130,11 +130,7 @@ export async function refusal(
  * A budget change: the owner's record and the headroom of each month's ledger (created if missing) in
  * one transaction; `free` is set from `used`, so no earlier value of the budget is needed.
  */
-export function budgetActions(
-  owner: LedgerOwner,
-  monthlyMicros: number | null,
-  months: string[],
-): Action[] {
+export function budgetActions(owner: LedgerOwner, monthlyMicros: number | null, months: string[]): Action[] {
   const recordKey =
     owner.projectId === null ? keyOf.org(owner.orgId) : keyOf.project(owner.orgId, owner.projectId);
   return [

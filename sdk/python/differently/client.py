@@ -15,6 +15,7 @@ from .errors import DifferentlyError, DifferentlyNetworkError
 from .models import (
     AuditPage,
     AuditVerification,
+    Budget,
     CreateKeyRequest,
     CreateOrgRequest,
     CreatePoolRequest,
@@ -374,6 +375,23 @@ class Admin:
 
     def set_quota(self, org_id: str, quota: QuotaChange) -> Org:
         return cast(Org, self._t.json("PUT", _path("/v1/admin/orgs/{id}/quota", id=org_id), body=quota, retry=True))
+
+    def set_budget(self, org_id: str, monthly: float | None) -> Budget:
+        """The org's monthly budget in the pools' currency; None removes it."""
+        path = _path("/v1/admin/orgs/{id}/budget", id=org_id)
+        return cast(Budget, self._t.json("PUT", path, body={"monthly": monthly}, retry=True))
+
+    def get_budget(self, org_id: str) -> Budget:
+        return cast(Budget, self._t.json("GET", _path("/v1/admin/orgs/{id}/budget", id=org_id), retry=True))
+
+    def set_project_budget(self, org_id: str, project_id: str, monthly: float | None) -> Budget:
+        """A project's monthly budget, counted besides its org's; None removes it."""
+        path = _path("/v1/admin/orgs/{id}/projects/{projectId}/budget", id=org_id, projectId=project_id)
+        return cast(Budget, self._t.json("PUT", path, body={"monthly": monthly}, retry=True))
+
+    def get_project_budget(self, org_id: str, project_id: str) -> Budget:
+        path = _path("/v1/admin/orgs/{id}/projects/{projectId}/budget", id=org_id, projectId=project_id)
+        return cast(Budget, self._t.json("GET", path, retry=True))
 
     def create_key(self, org_id: str, request: CreateKeyRequest) -> NewKey:
         return cast(NewKey, self._t.json("POST", _path("/v1/admin/orgs/{id}/keys", id=org_id), body=request))

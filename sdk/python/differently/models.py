@@ -298,6 +298,16 @@ class ReconcileReport(TypedDict):
     durationMs: int
 
 
+class Budget(TypedDict):
+    """What this month's budget of an organization: spent, reserved and left answers."""
+
+    month: str
+    monthly: float | None
+    spent: float
+    reserved: float
+    left: float | None
+
+
 class CreateSandboxRequest(TypedDict, total=False):
     """The body of: Create a sandbox; it is queued and placed asynchronously."""
 

@@ -141,6 +141,13 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         self.assertIn("local", [pool["name"] for pool in self.admin.admin.list_pools()["items"]])
         self.assertTrue(self.admin.admin.verify_audit(self.org_id)["ok"])
         self.assertEqual(self.tenant.usage()["orgId"], self.org_id)
+        self.assertEqual(self.admin.admin.set_budget(self.org_id, 12.5)["monthly"], 12.5)
+        self.assertEqual(self.tenant.usage()["budget"]["left"], 12.5)
+        self.assertEqual(self.admin.admin.get_budget(self.org_id)["monthly"], 12.5)
+        self.assertIsNone(self.admin.admin.set_budget(self.org_id, None)["monthly"])
+        project = self.admin.admin.create_project(self.org_id, "budgeted")
+        self.assertEqual(self.admin.admin.set_project_budget(self.org_id, project["id"], 2)["left"], 2)
+        self.assertEqual(self.admin.admin.get_project_budget(self.org_id, project["id"])["monthly"], 2)
         self.assertIn("pools", self.tenant.trust())
         self.assertIn("paths", self.tenant.openapi())
 
