@@ -3,7 +3,7 @@ import { features, isKnownFeature } from './adapter/port.ts';
 import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
-import { requestedResourcesSchema } from './schemas/sandboxes.ts';
+import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandboxes.ts';
 
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -102,6 +102,8 @@ export const templateSchema = z.strictObject({
   name: z.string().min(1).max(128),
   description: z.string().max(1024).optional(),
   image: z.string().max(512).optional(),
+  /** The idle policy of its sandboxes that name none (before the org's default). */
+  idle: idlePolicySchema.optional(),
 });
 
 /**

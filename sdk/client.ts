@@ -430,6 +430,15 @@ export class DifferentlyClient {
         body: { monthly },
         retry: true,
       }),
+    /** The org's default idle policy (null removes it): sandboxes created afterwards take it. */
+    setIdlePolicy: (
+      orgId: string,
+      policy: { afterSeconds: number; action?: 'pause' | 'stop' } | null,
+    ): Promise<OrgView> =>
+      this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/idle-policy`, {
+        body: { policy },
+        retry: true,
+      }),
     getBudget: (orgId: string): Promise<BudgetView> =>
       this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/budget`, { retry: true }),
     /** A project's monthly budget, counted besides its org's (null removes it). */

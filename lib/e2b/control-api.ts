@@ -4,7 +4,7 @@ import type { SandboxOperations } from '../sandboxes/operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { isTerminal } from '../sandboxes/state.ts';
 import { labelsSchema } from '../schemas/common.ts';
-import type { SandboxView } from '../schemas/sandboxes.ts';
+import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
 import {
   connectSandboxSchema,
@@ -105,7 +105,14 @@ export class E2bControlApi {
       ...(request.templateID !== 'base' && { template: request.templateID }),
       labels: labels.data,
       ...(request.envVars !== undefined && { env: request.envVars }),
-      ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds),
+      // autoPause: pause instead of ending when the timeout passes, onto the idle policy: the timeout
+      // counts from the last call (E2B counts from create), and the sandbox lives up to the longest TTL.
+      ...(request.autoPause === true
+        ? {
+            ttlSeconds: maxTtlSeconds,
+            idle: { afterSeconds: request.timeout ?? defaultTimeoutSeconds, action: 'pause' as const },
+          }
+        : { ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds) }),
       ...(this.#deps.allowedPools !== undefined && {
         placement: { allowedPools: [...this.#deps.allowedPools] },
       }),

@@ -17,6 +17,8 @@ export const newSandboxSchema = z.looseObject({
   secure: z.boolean().optional(),
   allow_internet_access: z.boolean().optional(),
   autoPause: z.boolean().optional(),
+  /** Resume on access: what an idle-paused sandbox does anyway, so only `enabled: false` is refused. */
+  autoResume: z.looseObject({ enabled: z.boolean().optional() }).optional(),
 });
 export type NewSandbox = z.infer<typeof newSandboxSchema>;
 
@@ -31,9 +33,12 @@ export function refusedCreateOptions(body: Record<string, unknown>): string[] {
     'secure',
     'allow_internet_access',
     'autoPause',
+    'autoResume',
   ]);
   // The SDK sends these with their defaults; only a value asking for more than Differently does is refused.
-  if (body.autoPause === true) refused.push('autoPause (no idle policy yet)');
+  const autoResume = body.autoResume as { enabled?: unknown } | undefined | null;
+  if (body.autoPause === true && typeof autoResume === 'object' && autoResume?.enabled === false)
+    refused.push('autoResume: {enabled: false} (an idle-paused sandbox resumes on its next call)');
   if (body.allow_internet_access === false)
     refused.push('allow_internet_access: false (no per-sandbox egress control)');
   for (const [name, value] of Object.entries(body)) {

@@ -16,6 +16,11 @@ export const workMessageSchema = z.strictObject({
   wake: z.literal(true).optional(),
   /** On the operations queue: the lifecycle call to finish (the record's transitional status says it too). */
   operation: z.enum(lifecycleActions).optional(),
+  /**
+   * On the operations queue: an idle check (lib/scheduler/idle-check.ts) of the running stretch that
+   * began at this time; a check of an earlier stretch is acknowledged.
+   */
+  idleSince: z.string().max(64).optional(),
   /** On the operations queue: the snapshot record (status creating) to take on the backend. */
   snapshotId: z.string().min(1).max(64).optional(),
 });

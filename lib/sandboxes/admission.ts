@@ -11,11 +11,13 @@ import {
   defaultTtlSeconds,
   type Resources,
   resourcesSchema,
+  type SandboxIdle,
 } from '../schemas/sandboxes.ts';
 import type { ReadAlongResult, Store } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { neverFits } from '../tenancy/quota.ts';
+import { resolveIdlePolicy } from './idle.ts';
 
 export interface AdmissionDeps {
   store: Store;
@@ -34,6 +36,7 @@ export interface Admission {
   regions: string[] | null;
   /** The org's maxQueued, for the store's count of waiting sandboxes. */
   maxQueued: number;
+  idle: SandboxIdle | null;
 }
 
 /**
@@ -124,6 +127,11 @@ export async function admit(
     template,
     regions,
     maxQueued: org.quota.maxQueued,
+    idle: resolveIdlePolicy(
+      request.idle,
+      deps.config.templates.find((entry) => entry.name === template)?.idle,
+      org.idlePolicy,
+    ),
   };
 }
 

@@ -41,7 +41,7 @@ export async function prepareExecStream(
       max: maxStreamSeconds,
     });
   }
-  const record = requireRunning(await sandboxes.load(principal, id, along));
+  const record = requireRunning(await sandboxes.loadForUse(principal, id, along));
   const adapter = deps.pools.adapterOf(record.pool);
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;

@@ -10,6 +10,7 @@ import { actors } from '../audit/chain.ts';
 import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
+import { requestLifecycle } from '../scheduler/lifecycle-request.ts';
 import { lifecycleMoves, snapshotableStatuses } from '../scheduler/operations.ts';
 import type { LifecycleAction } from '../schemas/operations.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
@@ -17,9 +18,9 @@ import { encodeCursor } from '../store/cursor.ts';
 import type { Page, PageRequest } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
-import { retryOnConflict, type SandboxService, type SandboxServiceDeps } from './service.ts';
+import { retryOnConflict, type SandboxService, type SandboxServiceDeps, waitWhile } from './service.ts';
 import type { SandboxStatus } from './state.ts';
-import { sandboxView, transitionSandbox } from './transition.ts';
+import { sandboxView } from './transition.ts';
 
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */
 export const maxFileBytes = 4 * 1024 * 1024;
@@ -67,16 +68,11 @@ export class SandboxOperations {
     let current = record;
     const pending = await retryOnConflict(async () => {
       try {
-        return await transitionSandbox(
-          this.#deps.store,
-          current,
-          move.pending,
-          {
-            statusMessage: `${action} requested`,
-            operation: { action, state: 'pending', requestedAt, settledAt: null, error: null },
-          },
-          { now: this.#now(), actor: principal.keyId },
-        );
+        return await requestLifecycle(this.#deps, current, action, {
+          actor: principal.keyId,
+          cause: 'user',
+          now: new Date(requestedAt),
+        });
       } catch (error) {
         if (isApiError(error) && error.code === 'conflict') {
           current = await this.#sandboxes.load(principal, id);
@@ -85,24 +81,6 @@ export class SandboxOperations {
         throw error;
       }
     });
-    try {
-      await this.#deps.queue.send('operations', { sandboxId: id, orgId: record.orgId, operation: action });
-    } catch (error) {
-      // Nothing was asked of the backend yet: undo the move rather than leave it for the sweep.
-      this.#deps.log.error('could not queue a lifecycle operation; undoing it', {
-        sandboxId: id,
-        action,
-        error: describeError(error),
-      });
-      await transitionSandbox(
-        this.#deps.store,
-        pending,
-        move.from,
-        { statusMessage: null, operation: record.operation },
-        { now: this.#now(), actor: actors.system },
-      ).catch(() => undefined);
-      throw errors.providerUnavailable('the operation could not be queued; try again', { action });
-    }
     const latest = await this.#waitWhile(
       () => this.#deps.store.getSandbox(record.orgId, id),
       (r) => r?.status === move.pending,
@@ -121,15 +99,8 @@ export class SandboxOperations {
   }
 
   /** Polls `read` while `busy` holds, up to api.operationWaitSeconds; the last value read. */
-  async #waitWhile<T>(read: () => Promise<T>, busy: (value: T) => boolean): Promise<T> {
-    const deadline = Date.now() + this.#deps.config.api.operationWaitSeconds * 1000;
-    let delay = 50;
-    for (;;) {
-      const value = await read();
-      if (!busy(value) || Date.now() + delay > deadline) return value;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-      delay = Math.min(delay * 2, 500);
-    }
+  #waitWhile<T>(read: () => Promise<T>, busy: (value: T) => boolean): Promise<T> {
+    return waitWhile(read, busy, this.#deps.config.api.operationWaitSeconds);
   }
 
   async listFiles(principal: OrgPrincipal, id: string, path: string): Promise<FileInfo[]> {
@@ -162,7 +133,7 @@ export class SandboxOperations {
   }
 
   async exposePort(principal: OrgPrincipal, id: string, port: number): Promise<{ url: string }> {
-    const record = await this.#sandboxes.load(principal, id);
+    const record = await this.#sandboxes.loadForUse(principal, id);
     requireStatus(record, ['running'], 'expose a port');
     const adapter = this.#adapterWith(record, 'ports.expose', 'expose a port');
     if (!isPortExposer(adapter)) throw this.#unsupported(record, adapter, 'expose a port');
@@ -389,7 +360,7 @@ export class SandboxOperations {
   }
 
   async #files(principal: OrgPrincipal, id: string, operation: string) {
-    const record = await this.#sandboxes.load(principal, id);
+    const record = await this.#sandboxes.loadForUse(principal, id);
     requireStatus(record, ['running'], filePhrases[operation] ?? operation);
     return { record, adapter: this.#adapterWith(record, 'files', operation) };
   }

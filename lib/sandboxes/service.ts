@@ -8,6 +8,7 @@ import { newId } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
+import { requestLifecycle } from '../scheduler/lifecycle-request.ts';
 import { wakeWaiters } from '../scheduler/wake.ts';
 import { reservedLabelPrefix } from '../schemas/common.ts';
 import {
@@ -30,6 +31,7 @@ import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
+import { idledAwaitingAccess } from './idle.ts';
 import { isTerminal, requireRunning } from './state.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
 
@@ -41,6 +43,22 @@ export async function retryOnConflict<T>(work: () => Promise<T>, attempts = 3): 
     } catch (error) {
       if (!(isApiError(error) && error.code === 'conflict') || attempt >= attempts) throw error;
     }
+  }
+}
+
+/** Polls `read` while `busy`, at most `seconds`: the API's bounded wait on a worker. */
+export async function waitWhile<T>(
+  read: () => Promise<T>,
+  busy: (value: T) => boolean,
+  seconds: number,
+): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  let delay = 50;
+  for (;;) {
+    const value = await read();
+    if (!busy(value) || Date.now() + delay > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 500);
   }
 }
 
@@ -112,6 +130,7 @@ export class SandboxService {
       expiresAt: null,
       operation: null,
       billing: null,
+      idle: admitted.idle,
     };
     const idempotency =
       idempotencyKey === undefined
@@ -279,12 +298,15 @@ export class SandboxService {
         { field: 'timeoutSeconds', max: syncExecMaxSeconds },
       );
     }
-    const record = requireRunning(await this.load(principal, id, along));
+    const started = Date.now();
+    const record = requireRunning(await this.loadForUse(principal, id, along));
     const adapter = this.#deps.pools.adapterOf(record.pool);
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
+    // A resume after idleness took part of the request's time: the command gets what is left.
+    const left = Math.max(1, syncExecMaxSeconds - Math.floor((Date.now() - started) / 1000));
     const result = await adapter.exec(
       record.backendRef,
-      { ...request, timeoutSeconds: request.timeoutSeconds ?? syncExecMaxSeconds },
+      { ...request, timeoutSeconds: Math.min(request.timeoutSeconds ?? syncExecMaxSeconds, left) },
       // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
       // Adapters that collect output stop at maxOutputBytes; every result is bounded here as well.
       { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000), maxOutputBytes },
@@ -322,6 +344,45 @@ export class SandboxService {
     return record;
   }
 
+  /**
+   * The sandbox for an exec, file or port call. With an idle policy the call counts as activity, and a
+   * sandbox paused or stopped for idleness is resumed (started) first: the API waits for it up to
+   * api.operationWaitSeconds, then answers 503 asking to try again while it is still on its way.
+   */
+  async loadForUse(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxRecord> {
+    const record = await this.load(principal, id, along);
+    if (record.idle === null) return record;
+    const now = this.#now();
+    await this.#deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
+    let current = record;
+    if (idledAwaitingAccess(current)) {
+      const action = current.status === 'paused' ? 'resume' : 'start';
+      try {
+        current = await requestLifecycle(this.#deps, current, action, {
+          actor: principal.keyId,
+          cause: 'idle',
+          now,
+          statusMessage: `${action} on access after idleness`,
+        });
+      } catch (error) {
+        // Another call resumed it first: wait for that one.
+        if (!isApiError(error) || error.code !== 'conflict') throw error;
+        current = await this.load(principal, id);
+      }
+    }
+    if (!resumingAfterIdle(current)) return current;
+    const latest = await waitWhile(
+      () => this.#deps.store.getSandbox(record.orgId, id),
+      (r) => r !== undefined && resumingAfterIdle(r),
+      this.#deps.config.api.operationWaitSeconds,
+    );
+    if (latest !== undefined && !resumingAfterIdle(latest)) return latest;
+    throw errors.providerUnavailable(`sandbox ${id} is resuming after idleness: try again in a few seconds`, {
+      sandboxId: id,
+      status: latest?.status ?? current.status,
+    });
+  }
+
   async #enqueue(queue: 'provision' | 'terminate', record: SandboxRecord): Promise<void> {
     try {
       await this.#deps.queue.send(queue, { sandboxId: record.id, orgId: record.orgId });
@@ -334,4 +395,9 @@ export class SandboxService {
       });
     }
   }
+}
+
+/** On its way back from an idle pause or stop, because a call asked for it. */
+function resumingAfterIdle(record: SandboxRecord): boolean {
+  return (record.status === 'resuming' || record.status === 'starting') && record.operation?.cause === 'idle';
 }

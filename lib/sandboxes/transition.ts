@@ -10,6 +10,8 @@ export interface TransitionOptions {
   actor: string;
   /** maxConcurrency of the pool the sandbox takes a slot on (activation). */
   poolLimit?: number;
+  /** Why the move happens, when it is not the caller's own request (`idle`): recorded in the audit. */
+  cause?: string | undefined;
 }
 
 /**
@@ -29,10 +31,15 @@ export async function transitionSandbox(
   // Budgets follow the move in the same write: time billed, reservations released or settled. An
   // activation brings its own reservation in the patch.
   const billing = patch.billing !== undefined ? patch.billing : billingAfterMove(current, to, options.now);
+  // Running again ends an idle pause or stop: the next one starts from the policy.
+  const idle =
+    patch.idle === undefined && to === 'running' && current.idle !== null
+      ? { ...current.idle, idledAt: null, runningSince: options.now.toISOString() }
+      : (patch.idle ?? current.idle);
   return store.updateSandbox(
     current,
     // A status change ends any wait unless the caller names the new one.
-    { waitingFor: null, ...patch, billing, status: to, updatedAt: options.now.toISOString() },
+    { waitingFor: null, ...patch, billing, idle, status: to, updatedAt: options.now.toISOString() },
     {
       audit: {
         actor: options.actor,
@@ -43,6 +50,7 @@ export async function transitionSandbox(
           to,
           pool,
           projectId: current.projectId,
+          ...(options.cause !== undefined && { cause: options.cause }),
           ...(patch.statusMessage !== undefined &&
             patch.statusMessage !== null && { reason: patch.statusMessage }),
         },
@@ -73,5 +81,6 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     updatedAt: record.updatedAt,
     expiresAt: record.expiresAt,
     operation: record.operation,
+    idle: record.idle,
   };
 }

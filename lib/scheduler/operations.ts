@@ -18,6 +18,7 @@ import type { LifecycleAction, SandboxOperation } from '../schemas/operations.ts
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import { provisionBackoffSeconds } from './backoff.ts';
+import { checkIdle, startIdleClock } from './idle-check.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 import { wakeWaiters } from './wake.ts';
 
@@ -71,6 +72,7 @@ export async function runOperation(
   receiveCount = 1,
 ): Promise<WorkOutcome> {
   if (message.snapshotId !== undefined) return takeSnapshot(deps, message, receiveCount);
+  if (message.idleSince !== undefined) return checkIdle(deps, message);
   return finishLifecycle(deps, message, receiveCount);
 }
 
@@ -152,8 +154,9 @@ async function settleLifecycle(
   const now = deps.now?.() ?? new Date();
   const action = actionOf(record.status);
   if (action === undefined) return done;
+  let settledRecord: SandboxRecord;
   try {
-    await transitionSandbox(
+    settledRecord = await transitionSandbox(
       deps.store,
       record,
       to,
@@ -166,13 +169,14 @@ async function settleLifecycle(
             : `${action} failed on the backend: ${failure.message}`,
         operation: settled(record.operation, action, now, failure),
       },
-      { now, actor: system },
+      { now, actor: system, cause: record.operation?.cause === 'idle' ? 'idle' : undefined },
     );
   } catch (error) {
     // Deleted or changed meanwhile: the record is the truth and no longer waits for this operation.
     if (isApiError(error) && (error.code === 'conflict' || error.code === 'invalid_state')) return done;
     throw error;
   }
+  if (to === 'running') await startIdleClock(deps, settledRecord, now);
   // Stop released cpu and memory, a failed start gave its reservation back: waiters may fit now.
   if (to === 'stopped') await wakeWaiters(deps, { orgId: record.orgId, pool: record.pool });
   return done;
@@ -190,6 +194,7 @@ function settled(
     state: failure === null ? 'succeeded' : 'failed',
     settledAt: at.toISOString(),
     error: failure === null ? null : { code: publicCode(failure), message: failure.message },
+    cause: operation?.cause ?? 'user',
   };
 }
 

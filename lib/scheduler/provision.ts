@@ -7,7 +7,7 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { rankPools } from '../placement/rank.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
-import type { WorkMessage } from '../queue/port.ts';
+import type { WorkMessage, WorkQueue } from '../queue/port.ts';
 import type { WaitReason } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
@@ -15,11 +15,13 @@ import type { SandboxRecord } from '../store/records.ts';
 import { neverFits } from '../tenancy/quota.ts';
 import { provisionBackoffSeconds, waitSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
+import { startIdleClock } from './idle-check.ts';
 import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 
 export interface ProvisionDeps {
   store: Store;
   pools: PoolRegistry;
+  queue: WorkQueue;
   config: Config;
   log: Log;
   now?: () => Date;
@@ -336,7 +338,7 @@ function queueDeadlinePassed(record: SandboxRecord, now: Date): boolean {
 
 async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRef: string, now: Date) {
   try {
-    await transitionSandbox(
+    const running = await transitionSandbox(
       deps.store,
       record,
       'running',
@@ -347,6 +349,7 @@ async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRe
       },
       { now, actor: system },
     );
+    await startIdleClock(deps, running, now);
   } catch (error) {
     if (!isApiError(error) || error.code !== 'conflict') throw error;
     // The sandbox changed while Create ran (most often: deleted). Hand the instance to termination.

@@ -47,6 +47,8 @@ export const sandboxOperationSchema = z.object({
   requestedAt: z.string(),
   settledAt: z.string().nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** Who asked: a caller (`user`), or the idle policy (`idle`). Older records have none: a caller. */
+  cause: z.enum(['user', 'idle']).default('user'),
 });
 export type SandboxOperation = z.infer<typeof sandboxOperationSchema>;
 

@@ -43,6 +43,30 @@ export const placementRequestSchema = z.strictObject({
   regions: z.array(z.string().min(1).max(63)).max(32).optional(),
 });
 
+/**
+ * After `afterSeconds` without an exec, file or port call, the control plane pauses the sandbox (or
+ * stops it: `action`, or where its pool cannot pause); the next exec or file call resumes it first.
+ */
+export const idlePolicySchema = z.strictObject({
+  afterSeconds: z
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600),
+  /** Absent: pause where the pool can, stop where it cannot. */
+  action: z.enum(['pause', 'stop']).optional(),
+});
+export type IdlePolicy = z.infer<typeof idlePolicySchema>;
+
+/** A sandbox's idle policy as kept and shown: `idledAt` is set while it is paused or stopped for idleness. */
+export const sandboxIdleSchema = z.object({
+  afterSeconds: z.int(),
+  action: z.enum(['pause', 'stop']).nullable(),
+  idledAt: z.string().nullable(),
+  /** When its current stretch of running began: the idle checks of an earlier stretch are void. */
+  runningSince: z.string().nullable().default(null),
+});
+export type SandboxIdle = z.infer<typeof sandboxIdleSchema>;
+
 export const createSandboxSchema = z.strictObject({
   template: z.string().min(1).max(512).optional(),
   resources: requestedResourcesSchema.optional(),
@@ -60,6 +84,8 @@ export const createSandboxSchema = z.strictObject({
     .min(1)
     .max(24 * 3600)
     .optional(),
+  /** Overrides the template's and the org's default idle policy; null: none for this sandbox. */
+  idle: idlePolicySchema.nullable().optional(),
 });
 export type CreateSandboxRequest = z.infer<typeof createSandboxSchema>;
 
@@ -94,6 +120,8 @@ export const sandboxSchema = z.object({
   expiresAt: z.string().nullable(),
   /** The last stop, start, pause or resume and how it ended (null before the first). */
   operation: sandboxOperationSchema.nullable(),
+  /** Its idle policy (null: none); `idledAt` while it is paused or stopped for idleness. */
+  idle: sandboxIdleSchema.nullable(),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 

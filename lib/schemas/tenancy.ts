@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { budgetViewSchema } from '../budgets/ledger.ts';
 import { idPattern } from '../ids.ts';
-import { cpuStep } from './sandboxes.ts';
+import { cpuStep, idlePolicySchema } from './sandboxes.ts';
 
 const quotaFields = {
   // In the sandboxes' own steps: every quota is then a sum of quarters, exact in floating point and in
@@ -49,6 +49,8 @@ export const orgSchema = z.object({
   quota: quotaSchema,
   /** Monthly budget (UTC calendar months) in the pools' currency; null: none. */
   budget: z.number().nullable(),
+  /** The idle policy of sandboxes that name none and whose template names none; null: none. */
+  idlePolicy: idlePolicySchema.nullable(),
   createdAt: z.string(),
 });
 export type OrgView = z.infer<typeof orgSchema>;
@@ -75,6 +77,9 @@ export const projectParams = z.strictObject({
   id: z.string().regex(idPattern('org'), 'an org id (org_...)'),
   projectId: z.string().regex(idPattern('project'), 'a project id (prj_...)'),
 });
+
+/** PUT /v1/admin/orgs/{id}/idle-policy: the org's default (null removes it). */
+export const setIdlePolicySchema = z.strictObject({ policy: idlePolicySchema.nullable() });
 
 export const createProjectSchema = z.strictObject({
   name: z.string().trim().min(1).max(128),

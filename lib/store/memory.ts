@@ -4,6 +4,7 @@ import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../b
 import { errors } from '../errors.ts';
 import { newId, newUlid } from '../ids.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
+import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
@@ -60,6 +61,7 @@ export class MemoryStore implements Store {
   readonly #poolUsage = new Map<string, number>();
   /** Budget ledgers by `orgId/projectId/month` (projectId empty for the org's own). */
   readonly #ledgers = new Map<string, Ledger>();
+  readonly #activity = new Map<string, string>();
   readonly #audit = new Map<string, AuditEvent[]>();
   /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
   readonly #heads = new Map<string, ChainHead>();
@@ -191,6 +193,13 @@ export class MemoryStore implements Store {
     this.#orgs.set(orgId, updated);
     this.#append(orgId, audit);
     return structuredClone(updated);
+  }
+
+  async setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void> {
+    const org = this.#orgs.get(orgId);
+    if (org === undefined) throw errors.notFound('org', orgId);
+    this.#orgs.set(orgId, { ...org, idlePolicy: structuredClone(policy) });
+    this.#append(orgId, audit);
   }
 
   async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {
@@ -400,6 +409,16 @@ export class MemoryStore implements Store {
     this.#sandboxes.set(next.id, next);
     if (options.audit !== undefined) this.#append(next.orgId, options.audit);
     return structuredClone(next);
+  }
+
+  async touchSandbox(orgId: string, id: string, at: string): Promise<void> {
+    const key = `${orgId}/${id}`;
+    const last = this.#activity.get(key);
+    if (last === undefined || last < at) this.#activity.set(key, at);
+  }
+
+  async lastActivity(orgId: string, id: string): Promise<string | undefined> {
+    return this.#activity.get(`${orgId}/${id}`);
   }
 
   async createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void> {

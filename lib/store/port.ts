@@ -2,6 +2,7 @@ import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
 import type { Ledger } from '../budgets/ledger.ts';
 import type { SandboxStatus } from '../sandboxes/state.ts';
 import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../sandboxes/state.ts';
+import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import type { Usage } from '../tenancy/quota.ts';
 import type {
@@ -106,6 +107,9 @@ export interface Store {
    */
   setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord>;
 
+  /** Replaces the org's default idle policy (null: none); not_found for an unknown org. */
+  setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void>;
+
   createProject(project: ProjectRecord, audit: AuditInput): Promise<void>;
   getProject(orgId: string, id: string): Promise<ProjectRecord | undefined>;
   listProjects(orgId: string, page: PageRequest): Promise<Page<ProjectRecord>>;
@@ -185,6 +189,14 @@ export interface Store {
     patch: SandboxPatch,
     options?: UpdateSandboxOptions,
   ): Promise<SandboxRecord>;
+
+  /**
+   * Records a call on a sandbox (exec, files, ports) for its idle policy, apart from its record: no
+   * version moves, so a call never conflicts with a lifecycle write. Times only move forward.
+   */
+  touchSandbox(orgId: string, id: string, at: string): Promise<void>;
+  /** The last call recorded by touchSandbox, if any. */
+  lastActivity(orgId: string, id: string): Promise<string | undefined>;
 
   /** Records a snapshot and takes one of the org's maxSnapshots in the same write (quota_exceeded past it). */
   createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void>;

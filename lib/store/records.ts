@@ -3,7 +3,12 @@ import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
 import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
-import { placementDecisionSchema, resourcesSchema } from '../schemas/sandboxes.ts';
+import {
+  idlePolicySchema,
+  placementDecisionSchema,
+  resourcesSchema,
+  sandboxIdleSchema,
+} from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
 
 /**
@@ -15,6 +20,8 @@ export const orgRecordSchema = z.object({
   id: z.string(),
   name: z.string(),
   quota: quotaSchema,
+  /** The idle policy of its sandboxes that name none (and whose template names none); null: none. */
+  idlePolicy: idlePolicySchema.nullable().default(null),
   /** Micros per calendar month; null: no budget (records stored before budgets existed have none). */
   budget: z.int().nullable().default(null),
   createdAt: z.string(),
@@ -150,6 +157,8 @@ export const sandboxRecordSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   expiresAt: z.string().nullable(),
+  /** Its idle policy, resolved at create (lib/sandboxes/idle.ts); null: none. */
+  idle: sandboxIdleSchema.nullable().default(null),
   /** What it holds of and owes to budgets (lib/budgets/billing.ts); null until it is first activated. */
   billing: sandboxBillingSchema.nullable().default(null),
   /** The last lifecycle operation (records written before operations were asynchronous have none). */

@@ -4,6 +4,7 @@ import { type BudgetView, budgetView, monthlyMicros, type setBudgetSchema } from
 import { fromMicros } from '../budgets/prices.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type {
   createKeySchema,
   createOrgSchema,
@@ -22,6 +23,7 @@ export function orgView(org: OrgRecord): OrgView {
     name: org.name,
     quota: org.quota,
     budget: org.budget === null ? null : fromMicros(org.budget),
+    idlePolicy: org.idlePolicy,
     createdAt: org.createdAt,
   };
 }
@@ -62,6 +64,7 @@ export class Tenancy {
       id: newId('org'),
       name: input.name,
       quota: quotaSchema.parse(input.quota ?? {}),
+      idlePolicy: null,
       budget: null,
       createdAt: this.#now().toISOString(),
     };
@@ -240,6 +243,18 @@ export class Tenancy {
       },
     });
     return budgetView(month, monthly, await this.#store.getLedger(orgId, projectId, month));
+  }
+
+  /** The org's default idle policy (null removes it); sandboxes created afterwards take it. */
+  async setIdlePolicy(orgId: string, policy: IdlePolicy | null, actor = 'admin'): Promise<OrgView> {
+    const org = await this.getOrg(orgId);
+    await this.#store.setIdlePolicy(orgId, policy, {
+      actor,
+      action: 'org.idle-policy-changed',
+      target: orgId,
+      details: { from: org.idlePolicy, to: policy },
+    });
+    return orgView({ ...org, idlePolicy: policy });
   }
 
   /** This month's budget of an org, or of one of its projects. */

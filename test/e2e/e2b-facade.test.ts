@@ -182,7 +182,9 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
   });
 
   it('refuses what it does not offer, naming it: create options, a terminal, an unknown template, other RPCs', async () => {
-    await expect(Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause' } })).rejects.toThrow(/autoPause/);
+    await expect(
+      Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause', autoResume: false } }),
+    ).rejects.toThrow(/autoResume/);
     await expect(Sandbox.create({ apiKey, network: { denyOut: ['0.0.0.0/0'] } })).rejects.toThrow(/network/);
     await expect(Sandbox.create('no-such-template', { apiKey })).rejects.toThrow(/template no-such-template/);
     const sandbox = await Sandbox.create({ apiKey });

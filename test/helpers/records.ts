@@ -33,6 +33,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     expiresAt: null,
     operation: null,
     billing: null,
+    idle: null,
     ...overrides,
   };
 }

@@ -30,6 +30,7 @@ async function newOrg(store: Store, quota: Partial<Quota> = {}): Promise<OrgReco
     id: newId('org'),
     name: 'org',
     quota: quotaSchema.parse(quota),
+    idlePolicy: null,
     budget: null,
     createdAt: new Date().toISOString(),
   };

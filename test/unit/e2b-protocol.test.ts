@@ -80,7 +80,12 @@ describe('E2B requests mapped onto Differently', () => {
         mcp: {},
         volumeMounts: [{ name: 'v', path: '/v' }],
       }),
-    ).toEqual(['autoPause (no idle policy yet)', 'network', 'mcp', 'volumeMounts']);
+    ).toEqual(['network', 'mcp', 'volumeMounts']);
+    // autoPause maps onto the idle policy, which resumes on the next call: autoResume off cannot be kept.
+    expect(refusedCreateOptions({ autoPause: true, autoResume: { enabled: true } })).toEqual([]);
+    expect(refusedCreateOptions({ autoPause: true, autoResume: { enabled: false } })).toEqual([
+      'autoResume: {enabled: false} (an idle-paused sandbox resumes on its next call)',
+    ]);
     expect(refusedCreateOptions({ allow_internet_access: false })).toEqual([
       'allow_internet_access: false (no per-sandbox egress control)',
     ]);

@@ -10,8 +10,10 @@ import {
   orgUsageSchema,
   projectParams,
   projectSchema,
+  setIdlePolicySchema,
   setQuotaSchema,
 } from '../../schemas/tenancy.ts';
+import { orgView } from '../../tenancy/tenancy.ts';
 import { errorSchema, keyParams, orgParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
@@ -61,13 +63,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       adminScope: 'org',
       params: orgParams,
       responses: { 200: orgSchema, 404: errorSchema },
-      handle: async ({ params }) => {
-        const org = await tenancy.getOrg(params.id);
-        return {
-          status: 200,
-          body: { id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt },
-        };
-      },
+      handle: async ({ params }) => ({ status: 200, body: orgView(await tenancy.getOrg(params.id)) }),
     }),
     route({
       method: 'POST',
@@ -161,6 +157,21 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       handle: async ({ params, body, principal }) => ({
         status: 200,
         body: await tenancy.setBudget(params.id, null, body, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'PUT',
+      path: '/v1/admin/orgs/{id}/idle-policy',
+      summary:
+        "Set an organization's default idle policy (null: none); sandboxes created afterwards take it unless they or their template name one",
+      auth: 'admin',
+      adminScope: 'org',
+      params: orgParams,
+      body: setIdlePolicySchema,
+      responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, body, principal }) => ({
+        status: 200,
+        body: await tenancy.setIdlePolicy(params.id, body.policy, principal.keyId),
       }),
     }),
     route({

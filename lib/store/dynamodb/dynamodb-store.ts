@@ -1,10 +1,11 @@
-import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditEvent, AuditInput, ChainHead } from '../../audit/chain.ts';
 import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
 import type { Ledger } from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { newId, newUlid } from '../../ids.ts';
 import type { SandboxStatus } from '../../sandboxes/state.ts';
+import type { IdlePolicy } from '../../schemas/sandboxes.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
 import { decodeCursor } from '../cursor.ts';
@@ -404,6 +405,25 @@ export class DynamoDbStore implements Store {
       }
     }
     throw errors.conflict(`the quota of org ${orgId} is being changed concurrently; retry`);
+  }
+
+  async setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void> {
+    await this.#audit
+      .write(orgId, audit, () => [
+        {
+          label: 'org',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.org(orgId),
+              UpdateExpression: 'SET idlePolicy = :policy',
+              ConditionExpression: 'attribute_exists(PK)',
+              ExpressionAttributeValues: { ':policy': policy },
+            },
+          },
+        },
+      ])
+      .catch(onCanceled(() => errors.notFound('org', orgId)));
   }
 
   async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {
@@ -917,6 +937,31 @@ export class DynamoDbStore implements Store {
     const org = await this.getOrg(orgId);
     if (org === undefined) throw errors.notFound('org', orgId);
     return org.quota;
+  }
+
+  async touchSandbox(orgId: string, id: string, at: string): Promise<void> {
+    try {
+      await this.#t.call((doc) =>
+        doc.send(
+          new UpdateCommand({
+            TableName: this.#table,
+            Key: keyOf.activity(orgId, id),
+            UpdateExpression: 'SET #at = :at',
+            ConditionExpression: 'attribute_not_exists(#at) OR #at < :at',
+            ExpressionAttributeNames: { '#at': 'at' },
+            ExpressionAttributeValues: { ':at': at },
+          }),
+        ),
+      );
+    } catch (error) {
+      // A later call was recorded first: times only move forward.
+      if (!isConditionFailed(error)) throw error;
+    }
+  }
+
+  async lastActivity(orgId: string, id: string): Promise<string | undefined> {
+    const at = (await this.#t.get(keyOf.activity(orgId, id)))?.at;
+    return typeof at === 'string' ? at : undefined;
   }
 
   async createSnapshot(snapshot: SnapshotRecord, audit: AuditInput): Promise<void> {

@@ -21,6 +21,8 @@ export const keyOf = {
   auditEvent: (orgId: string, seq: number) => ({ PK: `ORG#${orgId}#AUDIT`, SK: `EVT#${seqKey(seq)}` }),
   key: (keyId: string) => ({ PK: `KEY#${keyId}`, SK: 'KEY' }),
   sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
+  /** A sandbox's last exec, file or port call, for its idle policy: apart from the record, unversioned. */
+  activity: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `ACT#${sandboxId}` }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),

@@ -381,6 +381,11 @@ class Admin:
         path = _path("/v1/admin/orgs/{id}/budget", id=org_id)
         return cast(Budget, self._t.json("PUT", path, body={"monthly": monthly}, retry=True))
 
+    def set_idle_policy(self, org_id: str, policy: dict[str, Any] | None) -> Org:
+        """The org's default idle policy ({"afterSeconds": N, "action": "pause"|"stop"}); None removes it."""
+        path = _path("/v1/admin/orgs/{id}/idle-policy", id=org_id)
+        return cast(Org, self._t.json("PUT", path, body={"policy": policy}, retry=True))
+
     def get_budget(self, org_id: str) -> Budget:
         return cast(Budget, self._t.json("GET", _path("/v1/admin/orgs/{id}/budget", id=org_id), retry=True))
 

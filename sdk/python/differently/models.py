@@ -33,6 +33,7 @@ class Sandbox(TypedDict):
     updatedAt: str
     expiresAt: str | None
     operation: dict[str, Any] | None
+    idle: dict[str, Any] | None
 
 
 class _UpdatedSandboxRequired(TypedDict):
@@ -55,6 +56,7 @@ class _UpdatedSandboxRequired(TypedDict):
     updatedAt: str
     expiresAt: str | None
     operation: dict[str, Any] | None
+    idle: dict[str, Any] | None
 
 
 class UpdatedSandbox(_UpdatedSandboxRequired, total=False):
@@ -172,6 +174,7 @@ class Org(TypedDict):
     name: str
     quota: dict[str, Any]
     budget: float | None
+    idlePolicy: dict[str, Any] | None
     createdAt: str
 
 
@@ -323,6 +326,7 @@ class CreateSandboxRequest(TypedDict, total=False):
     fromSnapshot: str
     projectId: str
     queueTimeoutSeconds: int
+    idle: dict[str, Any] | None
 
 
 class UpdateSandboxRequest(TypedDict, total=False):

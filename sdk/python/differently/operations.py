@@ -36,6 +36,7 @@ OPERATIONS: dict[str, str] = {
     "getAdminOrgsById": "admin.get_org",
     "putAdminOrgsByIdQuota": "admin.set_quota",
     "putAdminOrgsByIdBudget": "admin.set_budget",
+    "putAdminOrgsByIdIdlePolicy": "admin.set_idle_policy",
     "getAdminOrgsByIdBudget": "admin.get_budget",
     "putAdminOrgsByIdProjectsByProjectIdBudget": "admin.set_project_budget",
     "getAdminOrgsByIdProjectsByProjectIdBudget": "admin.get_project_budget",

@@ -145,6 +145,9 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         self.assertEqual(self.tenant.usage()["budget"]["left"], 12.5)
         self.assertEqual(self.admin.admin.get_budget(self.org_id)["monthly"], 12.5)
         self.assertIsNone(self.admin.admin.set_budget(self.org_id, None)["monthly"])
+        policy = {"afterSeconds": 600, "action": "stop"}
+        self.assertEqual(self.admin.admin.set_idle_policy(self.org_id, policy)["idlePolicy"], policy)
+        self.assertIsNone(self.admin.admin.set_idle_policy(self.org_id, None)["idlePolicy"])
         project = self.admin.admin.create_project(self.org_id, "budgeted")
         self.assertEqual(self.admin.admin.set_project_budget(self.org_id, project["id"], 2)["left"], 2)
         self.assertEqual(self.admin.admin.get_project_budget(self.org_id, project["id"])["monthly"], 2)

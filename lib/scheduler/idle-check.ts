@@ -1,0 +1,105 @@
+import { isLifecycle, isPauser } from '../adapter/port.ts';
+import { actors } from '../audit/chain.ts';
+import { isApiError } from '../errors.ts';
+import { describeError, type Log } from '../log.ts';
+import type { PoolRegistry } from '../pools/registry.ts';
+import type { WorkMessage, WorkQueue } from '../queue/port.ts';
+import { idleActionOn, maxCheckDelaySeconds, secondsUntilIdle } from '../sandboxes/idle.ts';
+import type { Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+import { requestLifecycle } from './lifecycle-request.ts';
+import { done, retryAfter, type WorkOutcome } from './outcome.ts';
+
+export interface IdleCheckDeps {
+  store: Store;
+  pools: PoolRegistry;
+  queue: WorkQueue;
+  log: Log;
+  now?: () => Date;
+}
+
+/**
+ * A sandbox with an idle policy just started running (created, resumed, started): its stretch of
+ * activity begins now, and a check is queued for when it would fall idle. Best effort: a lost check
+ * leaves the sandbox running until its TTL, as it would without the policy, and is logged.
+ */
+export async function startIdleClock(
+  deps: Pick<IdleCheckDeps, 'store' | 'queue' | 'log'>,
+  record: SandboxRecord,
+  now: Date,
+): Promise<void> {
+  if (record.idle === null || record.status !== 'running' || record.idle.runningSince === null) return;
+  try {
+    await deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
+    await sendCheck(deps.queue, record, record.idle.afterSeconds);
+  } catch (error) {
+    deps.log.warn('could not start the idle clock; the sandbox runs until its TTL', {
+      sandboxId: record.id,
+      error: describeError(error),
+    });
+  }
+}
+
+function sendCheck(queue: WorkQueue, record: SandboxRecord, seconds: number): Promise<void> {
+  return queue.send(
+    'operations',
+    { sandboxId: record.id, orgId: record.orgId, idleSince: record.idle?.runningSince ?? '' },
+    { delaySeconds: Math.min(maxCheckDelaySeconds, Math.max(1, seconds)) },
+  );
+}
+
+/**
+ * The delayed check: a sandbox still in the same running stretch with no call for `afterSeconds` is
+ * paused (stopped where its pool cannot pause) through the operations worker, audited with the cause
+ * `idle`; one called meanwhile gets a check for its new due time. A check of an earlier stretch (the
+ * sandbox was paused and resumed since) is acknowledged: each stretch has one chain of checks.
+ */
+export async function checkIdle(deps: IdleCheckDeps, message: WorkMessage): Promise<WorkOutcome> {
+  const now = deps.now?.() ?? new Date();
+  const record = await deps.store.getSandbox(message.orgId, message.sandboxId);
+  if (
+    record === undefined ||
+    record.status !== 'running' ||
+    record.idle === null ||
+    record.idle.runningSince !== message.idleSince
+  ) {
+    return done;
+  }
+  const last = (await deps.store.lastActivity(record.orgId, record.id)) ?? record.idle.runningSince;
+  const left = secondsUntilIdle(record.idle, last, now);
+  if (left !== null) {
+    await sendCheck(deps.queue, record, left);
+    return done;
+  }
+  await deps.pools.sync();
+  await deps.pools.ensure(record.pool);
+  const adapter = record.pool === null ? undefined : deps.pools.get(record.pool)?.adapter;
+  const features = record.pool === null ? [] : deps.pools.featuresOf(record.pool);
+  const action = idleActionOn(record.idle, {
+    pause: adapter !== undefined && isPauser(adapter) && features.includes('lifecycle.pause-resume'),
+    stop: adapter !== undefined && isLifecycle(adapter) && features.includes('lifecycle.stop-start'),
+  });
+  if (action === null) {
+    deps.log.info('idle sandbox left running: its pool can neither pause nor stop', {
+      sandboxId: record.id,
+      pool: record.pool,
+    });
+    return done;
+  }
+  try {
+    await requestLifecycle(deps, record, action, {
+      actor: actors.system,
+      cause: 'idle',
+      now,
+      statusMessage: `idle for ${record.idle.afterSeconds} s: ${action === 'pause' ? 'pausing' : 'stopping'}`,
+      patch: { idle: { ...record.idle, idledAt: now.toISOString() } },
+    });
+  } catch (error) {
+    // Changed since it was read (a call, a lifecycle request): look again shortly.
+    if (isApiError(error) && (error.code === 'conflict' || error.code === 'invalid_state')) {
+      return retryAfter(1);
+    }
+    throw error;
+  }
+  return done;
+}

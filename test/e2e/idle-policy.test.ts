@@ -1,0 +1,164 @@
+import { Sandbox } from 'e2b';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import * as z from 'zod';
+import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
+import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { orgSchema } from '../../lib/schemas/tenancy.ts';
+import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { expectError, waitFor } from '../helpers/http-client.ts';
+
+/**
+ * The idle policy over HTTP on the local runtime: real queues carry the delayed checks and the
+ * operations worker pauses or stops the sandbox; the next call resumes it. Waits end on the state.
+ */
+describe.each(['memory', 'dynamodb'] as const)('idle policy over HTTP (%s store)', (store) => {
+  let e: E2e;
+
+  beforeAll(async () => {
+    e = await startE2e({
+      fakes: { pausing: { adapter: new FakeAdapter() } },
+      ...(store === 'dynamodb' && { dynamodbEndpoint: inject('dynamodbEndpoint') }),
+    });
+  });
+
+  afterAll(async () => {
+    await e?.stop();
+  });
+
+  const idled = (id: string, status: string) =>
+    waitFor(
+      () => e.get(id),
+      (s) => s.status === status && s.idle?.idledAt !== null,
+      `${status} for idleness`,
+      60_000,
+    );
+
+  it('pauses a sandbox idle for its period and resumes it on the next exec', async () => {
+    const sandbox = await e.running('pausing', { idle: { afterSeconds: 1 } });
+    expect(sandbox.idle).toMatchObject({ afterSeconds: 1, action: null, idledAt: null });
+    const paused = await idled(sandbox.id, 'paused');
+    expect(paused.statusMessage).toBeNull();
+    expect(paused.operation).toMatchObject({ action: 'pause', cause: 'idle', state: 'succeeded' });
+    const exec = await e.api.post(`/v1/sandboxes/${sandbox.id}/exec`, e.key, {
+      command: 'echo awake',
+    });
+    expect(exec.status, exec.text).toBe(200);
+    // The output proves the resume; with a 1 s period it may fall idle again at once, so the status after
+    // is not asserted (test/integration/idle-policy.test.ts checks it on a clock of its own).
+    expect(z.object({ stdout: z.string() }).parse(exec.body).stdout).toContain('awake');
+    const audit = z
+      .object({
+        items: z.array(
+          z.object({ action: z.string(), target: z.string(), details: z.record(z.string(), z.unknown()) }),
+        ),
+      })
+      .parse((await e.api.get('/v1/audit?limit=100', e.key)).body)
+      .items.filter((event) => event.target === sandbox.id && event.details.cause === 'idle')
+      .map((event) => event.action);
+    expect(audit.slice(0, 4)).toEqual([
+      'sandbox.pausing',
+      'sandbox.paused',
+      'sandbox.resuming',
+      'sandbox.running',
+    ]);
+    await e.destroy(sandbox.id);
+  });
+
+  it.skipIf(!bubblewrapAvailable())(
+    'stops a devhost sandbox (its pool cannot pause) and starts it again on a file read, its files kept',
+    async () => {
+      const sandbox = await e.running('local', { idle: { afterSeconds: 1 } });
+      const write = await fetch(
+        `${e.runtime.url}/v1/sandboxes/${sandbox.id}/files/content?path=/work/kept.txt`,
+        {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${e.key}`, 'content-type': 'application/octet-stream' },
+          body: 'kept',
+        },
+      );
+      expect(write.status, await write.text()).toBeLessThan(300);
+      await idled(sandbox.id, 'stopped');
+      const read = await e.api.get(`/v1/sandboxes/${sandbox.id}/files/content?path=/work/kept.txt`, e.key);
+      expect(read.status, read.text).toBe(200);
+      expect(read.text).toBe('kept');
+      await e.destroy(sandbox.id);
+    },
+  );
+
+  it('sets and clears an org default through the admin API; a bad policy is a 400', async () => {
+    const orgId = z.object({ orgId: z.string() }).parse((await e.api.get('/v1/usage', e.key)).body).orgId;
+    const set = await e.api.put(`/v1/admin/orgs/${orgId}/idle-policy`, e.runtime.adminKey, {
+      policy: { afterSeconds: 900, action: 'stop' },
+    });
+    expect(set.status, set.text).toBe(200);
+    expect(orgSchema.parse(set.body).idlePolicy).toEqual({ afterSeconds: 900, action: 'stop' });
+    const created = await e.api.post('/v1/sandboxes', e.key, { placement: { allowedPools: ['pausing'] } });
+    expect(z.object({ idle: z.unknown() }).parse(created.body).idle).toMatchObject({
+      afterSeconds: 900,
+      action: 'stop',
+    });
+    expectError(
+      await e.api.put(`/v1/admin/orgs/${orgId}/idle-policy`, e.runtime.adminKey, {
+        policy: { afterSeconds: 0 },
+      }),
+      400,
+      'invalid_request',
+    );
+    expectError(
+      await e.api.post('/v1/sandboxes', e.key, { idle: { afterSeconds: 5, action: 'sleep' } }),
+      400,
+      'invalid_request',
+    );
+    const cleared = await e.api.put(`/v1/admin/orgs/${orgId}/idle-policy`, e.runtime.adminKey, {
+      policy: null,
+    });
+    expect(orgSchema.parse(cleared.body).idlePolicy).toBeNull();
+    await e.destroy(z.object({ id: z.string() }).parse(created.body).id);
+  });
+});
+
+describe('E2B autoPause onto the idle policy', () => {
+  let e: E2e;
+
+  beforeAll(async () => {
+    e = await startE2e({
+      fakes: { pausing: { adapter: new FakeAdapter() } },
+      config: { e2b: { allowedPools: ['pausing'] } },
+    });
+    process.env.E2B_API_URL = `${e.runtime.url}/e2b`;
+    process.env.E2B_SANDBOX_URL = `${e.runtime.url}/e2b`;
+  });
+
+  afterAll(async () => {
+    delete process.env.E2B_API_URL;
+    delete process.env.E2B_SANDBOX_URL;
+    await e?.stop();
+  });
+
+  it('pauses a sandbox created with onTimeout pause when its timeout passes without a call, and resumes it on the next command', async () => {
+    const created = await e.api.post('/v1/admin/orgs', e.runtime.adminKey, { name: 'e2b' });
+    const orgId = z.object({ id: z.string() }).parse(created.body).id;
+    const key = z
+      .object({ e2bApiKey: z.string(), key: z.string() })
+      .parse((await e.api.post(`/v1/admin/orgs/${orgId}/keys`, e.runtime.adminKey, { name: 'k' })).body);
+    const sandbox = await Sandbox.create({
+      apiKey: key.e2bApiKey,
+      timeoutMs: 1000,
+      lifecycle: { onTimeout: 'pause' },
+    });
+    try {
+      const view = await e.get(sandbox.sandboxId, key.key);
+      expect(view.idle).toMatchObject({ afterSeconds: 1, action: 'pause' });
+      await waitFor(
+        () => e.get(sandbox.sandboxId, key.key),
+        (s) => s.status === 'paused',
+        'paused after its timeout',
+        60_000,
+      );
+      const run = await sandbox.commands.run('echo again');
+      expect(run.stdout).toContain('again');
+    } finally {
+      await sandbox.kill();
+    }
+  });
+});
