@@ -27,6 +27,7 @@ export const cliOptions = {
   disk: { type: 'string' },
   profile: { type: 'string' },
   'from-snapshot': { type: 'string' },
+  event: { type: 'string', multiple: true },
 } as const;
 
 export interface CliOptions {
@@ -57,4 +58,5 @@ export interface CliOptions {
   disk?: string;
   profile?: string;
   'from-snapshot'?: string;
+  event?: string[];
 }

@@ -17,6 +17,7 @@ export const env = {
   provisionQueueUrl: 'DIFFERENTLY_PROVISION_QUEUE_URL',
   terminateQueueUrl: 'DIFFERENTLY_TERMINATE_QUEUE_URL',
   operationsQueueUrl: 'DIFFERENTLY_OPERATIONS_QUEUE_URL',
+  webhooksQueueUrl: 'DIFFERENTLY_WEBHOOKS_QUEUE_URL',
   provisionDlqUrl: 'DIFFERENTLY_PROVISION_DLQ_URL',
   terminateDlqUrl: 'DIFFERENTLY_TERMINATE_DLQ_URL',
   operationsDlqUrl: 'DIFFERENTLY_OPERATIONS_DLQ_URL',

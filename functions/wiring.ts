@@ -11,7 +11,7 @@ import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { EventBridgePublisher } from '../lib/events/eventbridge.ts';
-import { publishLifecycleEvents } from '../lib/events/port.ts';
+import { allPublishers, type EventPublisher, publishLifecycleEvents } from '../lib/events/port.ts';
 import type { Log } from '../lib/log.ts';
 import { type CredentialResolver, credentialResolver } from '../lib/pools/credentials.ts';
 import type { DeadLetterSource, WorkQueue } from '../lib/queue/port.ts';
@@ -20,6 +20,7 @@ import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
+import { WebhookFanout } from '../lib/webhooks/fanout.ts';
 import { env, requireAllEnv, requireEnv } from './environment.ts';
 import { observability, powertoolsLog } from './observability.ts';
 
@@ -66,17 +67,19 @@ async function loadConfig(): Promise<Config> {
   return parseConfigText(await readFile(path, 'utf8'), path);
 }
 
-function storeFromEnv(): Store {
+/** The store, whose linking hook publishes lifecycle events to the bus and fans them out to webhooks. */
+function storeFromEnv(fanout: WebhookFanout): Store {
   if (process.env[env.store] === 'memory') return new MemoryStore();
   const table = requireEnv(env.tableName);
   const bus = process.env[env.eventBusName];
+  const publishers: EventPublisher[] = [fanout];
+  if (bus !== undefined && bus !== '') {
+    publishers.push(new EventBridgePublisher(traced(new EventBridgeClient({})), bus));
+  }
   return new DynamoDbStore({
     client: documentClient(traced(new DynamoDBClient({}))),
     tableName: table,
-    ...(bus !== undefined &&
-      bus !== '' && {
-        onLinking: publishLifecycleEvents(new EventBridgePublisher(traced(new EventBridgeClient({})), bus)),
-      }),
+    onLinking: publishLifecycleEvents(allPublishers(...publishers)),
   });
 }
 
@@ -133,7 +136,7 @@ export async function wireContainer(parts: ContainerParts): Promise<ControlPlane
 
 /** The parts of one Lambda container, built once at cold start from the environment contract. */
 export async function containerFromEnv(): Promise<ControlPlaneDeps> {
-  requireAllEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl);
+  requireAllEnv(env.provisionQueueUrl, env.terminateQueueUrl, env.operationsQueueUrl, env.webhooksQueueUrl);
   const admin = await adminKeyFromEnv();
   const config = await loadConfig();
   const log = powertoolsLog();
@@ -141,9 +144,18 @@ export async function containerFromEnv(): Promise<ControlPlaneDeps> {
   const provisionDlq = process.env[env.provisionDlqUrl];
   const terminateDlq = process.env[env.terminateDlqUrl];
   const operationsDlq = process.env[env.operationsDlqUrl];
+  const fanout = new WebhookFanout();
+  const store = storeFromEnv(fanout);
+  const queue = new SqsWorkQueue(sqs, {
+    provision: requireEnv(env.provisionQueueUrl),
+    terminate: requireEnv(env.terminateQueueUrl),
+    operations: requireEnv(env.operationsQueueUrl),
+    webhooks: requireEnv(env.webhooksQueueUrl),
+  });
+  fanout.attach({ store, queue });
   return wireContainer({
     config,
-    store: storeFromEnv(),
+    store,
     ...(provisionDlq &&
       terminateDlq &&
       operationsDlq && {
@@ -153,11 +165,7 @@ export async function containerFromEnv(): Promise<ControlPlaneDeps> {
           operations: operationsDlq,
         }),
       }),
-    queue: new SqsWorkQueue(sqs, {
-      provision: requireEnv(env.provisionQueueUrl),
-      terminate: requireEnv(env.terminateQueueUrl),
-      operations: requireEnv(env.operationsQueueUrl),
-    }),
+    queue,
     log,
     // Provider credentials by reference: environment locally, Secrets Manager (cached 5 minutes) on AWS.
     resolveCredential: credentialResolver(secretString),

@@ -13,6 +13,7 @@ import { reconcile } from './scheduler/reconcile.ts';
 import type { Store } from './store/port.ts';
 import { createAuthenticator } from './tenancy/auth.ts';
 import { Tenancy } from './tenancy/tenancy.ts';
+import { Webhooks } from './webhooks/service.ts';
 
 export interface ControlPlaneDeps {
   config: Config;
@@ -52,6 +53,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const routes = apiRoutes(
     {
       tenancy,
+      webhooks: new Webhooks(deps),
       sandboxes,
       operations,
       poolAdmin,

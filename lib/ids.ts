@@ -8,6 +8,7 @@ export const idPrefixes = {
   project: 'prj',
   key: 'key',
   installation: 'inst',
+  webhook: 'whk',
 } as const;
 
 export type IdKind = keyof typeof idPrefixes;

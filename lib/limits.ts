@@ -24,6 +24,7 @@ export type FunctionName =
   | 'provision'
   | 'terminate'
   | 'operations'
+  | 'webhooks'
   | 'sweep'
   | 'reconcile'
   | 'poolRefresh';
@@ -40,6 +41,7 @@ export function functionTimeouts(config: Config): Record<FunctionName, number> {
     provision: queues.provision.workerTimeoutSeconds,
     terminate: queues.terminate.workerTimeoutSeconds,
     operations: queues.operations.workerTimeoutSeconds,
+    webhooks: queues.webhooks.workerTimeoutSeconds,
     sweep: 300,
     reconcile: 300,
     // Probes run in parallel, each bounded by its own timeout: a minute is ample.

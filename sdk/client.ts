@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type * as z from 'zod';
 import type { BudgetView } from '../lib/budgets/ledger.ts';
+import type { WebhookView } from '../lib/webhooks/schemas.ts';
 
-export type { BudgetView };
+/** A receiver checks a delivery with this: its secret, the signature header, the raw body. */
+export { verifyDelivery as verifyWebhookSignature } from '../lib/webhooks/signature.ts';
+export type { BudgetView, WebhookView };
 
 import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import { transitionalStatuses as transitional } from '../lib/sandboxes/state.ts';
@@ -439,6 +442,26 @@ export class DifferentlyClient {
         body: { policy },
         retry: true,
       }),
+    /** Registers an endpoint for the org's lifecycle events; the answer's `secret` is shown only now. */
+    createWebhook: (
+      orgId: string,
+      body: { url: string; events?: string[]; description?: string },
+    ): Promise<WebhookView & { secret: string }> =>
+      this.#json('POST', `/v1/admin/orgs/${encodeURIComponent(orgId)}/webhooks`, { body }),
+    listWebhooks: (orgId: string): Promise<{ items: WebhookView[]; nextCursor: null }> =>
+      this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/webhooks`, { retry: true }),
+    deleteWebhook: (orgId: string, webhookId: string): Promise<{ id: string; deleted: true }> =>
+      this.#json(
+        'DELETE',
+        `/v1/admin/orgs/${encodeURIComponent(orgId)}/webhooks/${encodeURIComponent(webhookId)}`,
+        { retry: true },
+      ),
+    /** A new secret; the previous one keeps signing beside it for 24 hours. */
+    rotateWebhookSecret: (orgId: string, webhookId: string): Promise<WebhookView & { secret: string }> =>
+      this.#json(
+        'POST',
+        `/v1/admin/orgs/${encodeURIComponent(orgId)}/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`,
+      ),
     getBudget: (orgId: string): Promise<BudgetView> =>
       this.#json('GET', `/v1/admin/orgs/${encodeURIComponent(orgId)}/budget`, { retry: true }),
     /** A project's monthly budget, counted besides its org's (null removes it). */

@@ -53,6 +53,8 @@ export const admin: Command = {
   differently admin projects budget <org-id> <project-id> [AMOUNT|none]
   differently admin keys create <org-id> <name> [--project P] [--role admin|member]
   differently admin keys list <org-id> | keys revoke <key-id> | keys rotate <key-id>
+  differently admin webhooks create <org-id> <url> [--event sandbox.running]... | webhooks list <org-id>
+  differently admin webhooks rotate <org-id> <webhook-id> | webhooks delete <org-id> <webhook-id>
   differently admin pools list | pools get <name> | pools delete <name>
   differently admin pools create --file POOL.json      (the fields of a pool in the config file)
   differently admin pools update <name> --file PATCH.json
@@ -143,6 +145,40 @@ verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin
       } else {
         const page = await ctx.client.admin.listProjects(ctx.need(first, 'org-id'), { limit: 100 });
         ctx.print(page, () => table(page.items, ['id', 'name', 'createdAt']));
+      }
+      return 0;
+    },
+    webhooks: async (ctx) => {
+      const [verb, orgId, second] = ctx.rest;
+      const { client } = ctx;
+      const columns = ['id', 'url', 'events', 'previousSecretValidUntil'];
+      if (verb === 'create' || verb === 'rotate') {
+        const hook =
+          verb === 'create'
+            ? await client.admin.createWebhook(ctx.need(orgId, 'org-id'), {
+                url: ctx.need(second, 'url'),
+                ...(ctx.values.event !== undefined && { events: ctx.values.event }),
+              })
+            : await client.admin.rotateWebhookSecret(
+                ctx.need(orgId, 'org-id'),
+                ctx.need(second, 'webhook-id'),
+              );
+        // The only time the signing secret is shown.
+        ctx.print(hook, () => `${hook.id}\n${hook.secret}\n(the signing secret is shown only now)`);
+      } else if (verb === 'delete') {
+        const gone = await client.admin.deleteWebhook(
+          ctx.need(orgId, 'org-id'),
+          ctx.need(second, 'webhook-id'),
+        );
+        ctx.print(gone, () => `${gone.id} deleted`);
+      } else {
+        const page = await client.admin.listWebhooks(ctx.need(orgId, 'org-id'));
+        ctx.print(page, () =>
+          table(
+            page.items.map((item) => ({ ...item, events: item.events?.join(' ') ?? 'all' })),
+            columns,
+          ),
+        );
       }
       return 0;
     },

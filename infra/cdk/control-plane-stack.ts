@@ -37,6 +37,8 @@ export interface ControlPlaneStackProps extends StackProps {
   readonly terminateConcurrency?: number;
   /** The most operations workers (stop, start, pause, resume, snapshot) at once. @default 5 */
   readonly operationsConcurrency?: number;
+  /** The most webhook delivery workers at once. @default 5 */
+  readonly webhooksConcurrency?: number;
   /** Where docs/runbook.md is published, for the alarms' links. */
   readonly runbookUrl?: string;
   /** An e-mail address subscribed to the alarm topic (it confirms by e-mail). @default none */
@@ -84,6 +86,7 @@ export class ControlPlaneStack extends Stack {
       [env.provisionQueueUrl]: this.queues.provision.queue.queueUrl,
       [env.terminateQueueUrl]: this.queues.terminate.queue.queueUrl,
       [env.operationsQueueUrl]: this.queues.operations.queue.queueUrl,
+      [env.webhooksQueueUrl]: this.queues.webhooks.queue.queueUrl,
     };
     const fn = (
       entry: string,
@@ -110,6 +113,7 @@ export class ControlPlaneStack extends Stack {
       provision: fn('provision', timeouts.provision),
       terminate: fn('terminate', timeouts.terminate),
       operations: fn('operations', timeouts.operations),
+      webhooks: fn('webhooks', timeouts.webhooks),
       sweep: fn('sweep', timeouts.sweep, {
         [env.provisionDlqUrl]: this.queues.provision.deadLetterQueue.queueUrl,
         [env.terminateDlqUrl]: this.queues.terminate.deadLetterQueue.queueUrl,
@@ -122,11 +126,13 @@ export class ControlPlaneStack extends Stack {
         name: 'handler',
       }),
     };
-    const { api, apiStream, provision, terminate, operations, sweep, reconcile, poolRefresh } =
+    const { api, apiStream, provision, terminate, operations, webhooks, sweep, reconcile, poolRefresh } =
       this.functions;
 
-    // Least privilege: each function gets exactly what it uses.
+    // Least privilege: each function gets exactly what it uses. Every function that writes links audit
+    // records, and linking fans lifecycle events out to webhook deliveries.
     for (const each of Object.values(this.functions)) {
+      this.queues.webhooks.queue.grantSendMessages(each.fn);
       this.table.table.grantReadWriteData(each.fn);
       // Every function that writes may link audit records, and linking publishes their events.
       this.eventBus.grantPutEventsTo(each.fn);
@@ -143,6 +149,10 @@ export class ControlPlaneStack extends Stack {
     this.queues.operations.deadLetterQueue.grantConsumeMessages(sweep.fn);
     // Operations wake queued sandboxes when a stop releases room.
     this.queues.provision.queue.grantSendMessages(operations.fn);
+    // Idle checks (lib/scheduler/idle-check.ts) go on the operations queue, delayed: queued when a
+    // sandbox starts running (provision, a resume or start) and again by a check that finds it in use.
+    this.queues.operations.queue.grantSendMessages(provision.fn);
+    this.queues.operations.queue.grantSendMessages(operations.fn);
     this.queues.provision.queue.grantSendMessages(reconcile.fn);
     this.queues.provision.deadLetterQueue.grantConsumeMessages(sweep.fn);
     this.queues.terminate.deadLetterQueue.grantConsumeMessages(sweep.fn);
@@ -199,6 +209,15 @@ export class ControlPlaneStack extends Stack {
       }),
     );
 
+    // Deliveries to tenants' endpoints: a slow endpoint holds at most this many workers.
+    webhooks.fn.addEventSource(
+      new SqsEventSource(this.queues.webhooks.queue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: Math.max(props.webhooksConcurrency ?? 5, 2),
+      }),
+    );
+
     this.api = new PublicApi(this, 'PublicApi', { handler: api.fn, streamHandler: apiStream.fn });
     const schedules = new Schedules(this, 'Schedules', {
       sweep: sweep.fn,
@@ -212,6 +231,7 @@ export class ControlPlaneStack extends Stack {
         Provision: provision.fn,
         Terminate: terminate.fn,
         Operations: operations.fn,
+        Webhooks: webhooks.fn,
         Sweep: sweep.fn,
         Reconcile: reconcile.fn,
         PoolRefresh: poolRefresh.fn,
@@ -222,6 +242,7 @@ export class ControlPlaneStack extends Stack {
         Provision: this.queues.provision.deadLetterQueue,
         Terminate: this.queues.terminate.deadLetterQueue,
         Operations: this.queues.operations.deadLetterQueue,
+        Webhooks: this.queues.webhooks.deadLetterQueue,
         Schedules: schedules.deadLetterQueue,
       },
       runbookUrl: props.runbookUrl ?? 'https://github.com/differently/differently/blob/main/docs/runbook.md',

@@ -19,13 +19,19 @@ import { reconcileFunction } from '../../functions/reconcile.ts';
 import { scheduleEvent } from '../../functions/schedule-event.ts';
 import { sweepFunction } from '../../functions/sweep.ts';
 import { terminateFunction } from '../../functions/terminate.ts';
+import { webhooksFunction } from '../../functions/webhooks.ts';
 import { wireContainer } from '../../functions/wiring.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import type { AuditEvent } from '../../lib/audit/chain.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { isE2bStreamPath } from '../../lib/e2b/facade.ts';
-import { type EventPublisher, type LifecycleEvent, publishLifecycleEvents } from '../../lib/events/port.ts';
+import {
+  allPublishers,
+  type EventPublisher,
+  type LifecycleEvent,
+  publishLifecycleEvents,
+} from '../../lib/events/port.ts';
 import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
 import { type QueueName, queueNames, workMessageSchema } from '../../lib/queue/port.ts';
@@ -37,6 +43,7 @@ import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
+import { WebhookFanout } from '../../lib/webhooks/fanout.ts';
 import { apiGateway } from './api-gateway.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
@@ -242,6 +249,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     provision: { ...settings.provision, ...options.queues?.provision },
     terminate: { ...settings.terminate, ...options.queues?.terminate },
     operations: { ...settings.operations, ...options.queues?.operations },
+    webhooks: { ...settings.webhooks, ...options.queues?.webhooks },
   });
   // Lifecycle events: the same ones the bus receives on AWS, written to the log and kept for tests.
   const events: LifecycleEvent[] = [];
@@ -253,9 +261,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       }
     },
   };
+  // Webhook deliveries fan out from the same hook, once the store and queues exist.
+  const fanout = new WebhookFanout();
   const backing =
     options.store === undefined
-      ? await localStore(options, publishLifecycleEvents(publisher))
+      ? await localStore(options, publishLifecycleEvents(allPublishers(publisher, fanout)))
       : { store: () => options.store as Store, table: undefined, stop: async () => {} };
   const backends = { ...fakeBackends(config), ...options.adapters };
   // What a stop leaves: a store given by the caller, or DynamoDB Local with its data kept, lasts.
@@ -277,6 +287,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       adapters: backends,
       validateResponses: true,
     });
+  fanout.attach({ store: backing.store(), queue: new SqsWorkQueue(sqs.client, sqs.urls) });
   const plane = createControlPlane(await coldStart());
   const timeouts = functionTimeouts(config);
   const count = options.containers ?? 2;
@@ -300,6 +311,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     provision: containers(provisionFunction),
     terminate: containers(terminateFunction),
     operations: containers(operationsFunction),
+    webhooks: containers(webhooksFunction),
     sweep: containers(sweepFunction),
     reconcile: containers(reconcileFunction),
     poolRefresh: containers(poolRefreshFunction),
@@ -312,6 +324,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     provision: functions.provision,
     terminate: functions.terminate,
     operations: functions.operations,
+    webhooks: functions.webhooks,
   };
   const invokeWorker = (queue: QueueName): WorkerHandler =>
     workers(queue, (event) => workerFunctions[queue].invoke((handler, context) => handler(event, context)));

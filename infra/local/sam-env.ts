@@ -33,6 +33,7 @@ export function samEnvironment(
       [env.provisionQueueUrl]: onHost(services.queueUrls.provision),
       [env.terminateQueueUrl]: onHost(services.queueUrls.terminate),
       [env.operationsQueueUrl]: onHost(services.queueUrls.operations),
+      [env.webhooksQueueUrl]: onHost(services.queueUrls.webhooks),
       [env.provisionDlqUrl]: onHost(services.dlqUrls.provision),
       [env.terminateDlqUrl]: onHost(services.dlqUrls.terminate),
       [env.operationsDlqUrl]: onHost(services.dlqUrls.operations),

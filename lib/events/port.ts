@@ -1,5 +1,6 @@
 import type { AuditEvent } from '../audit/chain.ts';
 import { sandboxStatuses } from '../sandboxes/state.ts';
+import { type EventCause, eventCauses } from '../webhooks/schemas.ts';
 
 /** One lifecycle event, published as detail-type `differently.sandbox.<status>` on the event bus. */
 export interface LifecycleEvent {
@@ -12,6 +13,8 @@ export interface LifecycleEvent {
     status: string;
     from: string | null;
     reason: string | null;
+    /** What caused it: a caller (`user`), or the TTL, the idle policy, a budget, the reconciler, the backend. */
+    cause: EventCause;
     at: string;
     /** The audit event it comes from: consumers can de-duplicate on (orgId, seq). */
     seq: number;
@@ -27,6 +30,22 @@ const statuses: ReadonlySet<string> = new Set(sandboxStatuses);
 
 function text(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
+}
+
+const causes: ReadonlySet<string> = new Set(eventCauses);
+
+/** A transition records its cause when it is not the caller's request (or its progress): else `user`. */
+function causeOf(value: unknown): EventCause {
+  return typeof value === 'string' && causes.has(value) ? (value as EventCause) : 'user';
+}
+
+/** Publishes to each publisher; fails if any fails, so the batch is published again (at least once). */
+export function allPublishers(...publishers: EventPublisher[]): EventPublisher {
+  return {
+    async publish(events) {
+      await Promise.all(publishers.map((publisher) => publisher.publish(events)));
+    },
+  };
 }
 
 /**
@@ -51,6 +70,7 @@ export function lifecycleEventsOf(events: readonly AuditEvent[]): LifecycleEvent
         status,
         from: text(event.details.from),
         reason: text(event.details.reason),
+        cause: causeOf(event.details.cause),
         at: event.at,
         seq: event.seq,
       },

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { lifecycleActions } from '../schemas/operations.ts';
+import { webhookDeliverySchema } from '../webhooks/schemas.ts';
 
-export const queueNames = ['provision', 'terminate', 'operations'] as const;
+export const queueNames = ['provision', 'terminate', 'operations', 'webhooks'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 /** A message only says "look at sandbox X": the record in the store is the truth. */
@@ -21,6 +22,9 @@ export const workMessageSchema = z.strictObject({
    * began at this time; a check of an earlier stretch is acknowledged.
    */
   idleSince: z.string().max(64).optional(),
+  /** On the webhooks queue: the endpoint, and the delivery it gets (lib/webhooks/deliver.ts). */
+  webhookId: z.string().min(1).max(64).optional(),
+  delivery: webhookDeliverySchema.optional(),
   /** On the operations queue: the snapshot record (status creating) to take on the backend. */
   snapshotId: z.string().min(1).max(64).optional(),
 });

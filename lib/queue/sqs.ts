@@ -53,15 +53,17 @@ function clamp(seconds: number, max: number): number {
 /** Reads the dead-letter queues so the sweep can surface what they hold. */
 export class SqsDeadLetters implements DeadLetterSource {
   readonly #client: SQSClient;
-  readonly #urls: Record<QueueName, string>;
+  readonly #urls: Partial<Record<QueueName, string>>;
 
-  constructor(client: SQSClient, dlqUrls: Record<QueueName, string>) {
+  /** The sweep reads the sandbox queues' DLQs; the webhooks DLQ is the operator's to inspect. */
+  constructor(client: SQSClient, dlqUrls: Partial<Record<QueueName, string>>) {
     this.#client = client;
     this.#urls = dlqUrls;
   }
 
   async receive(queue: QueueName, max: number): Promise<DeadLetter[]> {
     const url = this.#urls[queue];
+    if (url === undefined) return [];
     const result = await this.#client.send(
       new ReceiveMessageCommand({
         QueueUrl: url,

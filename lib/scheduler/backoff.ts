@@ -1,5 +1,6 @@
 import type { Config } from '../config.ts';
 import type { QueueName } from '../queue/port.ts';
+import { deliveryMaxReceives } from '../webhooks/deliver.ts';
 
 /** The seeds' provisioning backoff: 2 s x 2^min(attempts, 5), so 4, 8, ... capped at 64 s. */
 export function provisionBackoffSeconds(attempts: number): number {
@@ -48,5 +49,7 @@ export function queueSettings(config: Config): Record<QueueName, QueueSettings> 
     terminate: settings(config.scheduler.terminateTimeoutSeconds, 100),
     // An operation retries only while its backend is unavailable (a few times); past that it settles.
     operations: settings(config.scheduler.operationTimeoutSeconds, 10),
+    // A delivery is one POST with a 10 s timeout; 12 receives with its backoff are about an hour.
+    webhooks: settings(10, deliveryMaxReceives),
   };
 }

@@ -116,7 +116,7 @@ async function finishLifecycle(
           statusMessage: 'backend instance disappeared',
           operation: settled(record.operation, action, now(), failure),
         },
-        { now: now(), actor: system },
+        { now: now(), actor: system, cause: 'backend' },
       );
       return done;
     }

@@ -133,7 +133,11 @@ async function provisionOnce(
           activation.record,
           'failed',
           { statusMessage: `this sandbox can never run: ${never}` },
-          { now: now(), actor: system },
+          {
+            now: now(),
+            actor: system,
+            cause: activation.neverAffordable !== undefined ? 'budget' : undefined,
+          },
         );
         return done;
       }
@@ -375,7 +379,7 @@ async function countAttempt(
       record,
       'failed',
       { statusMessage: `${reason} (gave up after ${attempts} attempts)`, attempts },
-      { now: deps.now?.() ?? new Date(), actor: system },
+      { now: deps.now?.() ?? new Date(), actor: system, cause: 'backend' },
     );
     return done;
   }

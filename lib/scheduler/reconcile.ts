@@ -173,7 +173,7 @@ async function reconcilePool(
             statusMessage: 'adopted by the reconciler after an interrupted provisioning',
             expiresAt: new Date(now.getTime() + sandbox.ttlSeconds * 1000).toISOString(),
           },
-          { now, actor: system },
+          { now, actor: system, cause: 'reconciler' },
         );
       });
       if (adopted) report.adopted++;
@@ -195,7 +195,7 @@ async function reconcilePool(
           sandbox,
           'queued',
           { statusMessage: 'requeued by the reconciler: provisioning stalled with no instance' },
-          { now, actor: system },
+          { now, actor: system, cause: 'reconciler' },
         );
         await deps.queue.send('provision', { sandboxId: queued.id, orgId: queued.orgId });
       });
@@ -211,7 +211,7 @@ async function reconcilePool(
           sandbox,
           'failed',
           { statusMessage: 'backend instance disappeared' },
-          { now, actor: system },
+          { now, actor: system, cause: 'reconciler' },
         );
       });
       if (failed) report.failed++;
@@ -225,7 +225,7 @@ async function reconcilePool(
           sandbox,
           'failed',
           { statusMessage: `the backend reports an error: ${current.message ?? 'no message'}` },
-          { now, actor: system },
+          { now, actor: system, cause: 'reconciler' },
         );
       });
       if (failed) report.failed++;
@@ -239,7 +239,7 @@ async function reconcilePool(
           sandbox,
           'stopped',
           { statusMessage: 'stopped on the backend' },
-          { now, actor: system },
+          { now, actor: system, cause: 'reconciler' },
         );
       });
       if (stopped) report.stopped++;

@@ -73,7 +73,7 @@ export async function sweep(deps: SweepDeps): Promise<SweepReport> {
           record,
           'terminating',
           { statusMessage: `expired: its TTL of ${record.ttlSeconds} s ended at ${record.expiresAt}` },
-          { now, actor: system },
+          { now, actor: system, cause: 'ttl' },
         );
         await send(deps, 'terminate', terminating);
         await wakeWaiters(deps, { orgId: record.orgId, pool: record.pool });

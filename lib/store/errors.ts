@@ -24,3 +24,11 @@ export function idempotencyMismatch(key: string) {
     idempotencyKey: key,
   });
 }
+
+/** The org already has its maximum of webhook endpoints. */
+export function webhooksExceeded(limit: number): ApiError {
+  return errors.quotaExceeded(`the org already has ${limit} webhook endpoints, the most it may have`, {
+    field: 'webhooks',
+    limit,
+  });
+}

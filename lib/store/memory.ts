@@ -7,8 +7,9 @@ import type { SandboxStatus } from '../sandboxes/state.ts';
 import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
+import type { WebhookRecord } from '../webhooks/schemas.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { idempotencyMismatch, quotaExceeded, waitingExceeded } from './errors.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded, webhooksExceeded } from './errors.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
@@ -62,6 +63,7 @@ export class MemoryStore implements Store {
   /** Budget ledgers by `orgId/projectId/month` (projectId empty for the org's own). */
   readonly #ledgers = new Map<string, Ledger>();
   readonly #activity = new Map<string, string>();
+  readonly #webhooks = new Map<string, WebhookRecord>();
   readonly #audit = new Map<string, AuditEvent[]>();
   /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
   readonly #heads = new Map<string, ChainHead>();
@@ -199,6 +201,48 @@ export class MemoryStore implements Store {
     const org = this.#orgs.get(orgId);
     if (org === undefined) throw errors.notFound('org', orgId);
     this.#orgs.set(orgId, { ...org, idlePolicy: structuredClone(policy) });
+    this.#append(orgId, audit);
+  }
+
+  async createWebhook(webhook: WebhookRecord, max: number, audit: AuditInput): Promise<void> {
+    if (!this.#orgs.has(webhook.orgId)) throw errors.notFound('org', webhook.orgId);
+    // Counted and written in one step (no await between): concurrent registrations cannot both fit.
+    const count = [...this.#webhooks.values()].filter((each) => each.orgId === webhook.orgId).length;
+    if (count >= max) throw webhooksExceeded(max);
+    this.#webhooks.set(webhook.id, structuredClone(webhook));
+    this.#append(webhook.orgId, audit);
+  }
+
+  async getWebhook(orgId: string, id: string): Promise<WebhookRecord | undefined> {
+    const webhook = this.#webhooks.get(id);
+    return webhook?.orgId === orgId ? structuredClone(webhook) : undefined;
+  }
+
+  async listWebhooks(orgId: string): Promise<WebhookRecord[]> {
+    return [...this.#webhooks.values()]
+      .filter((webhook) => webhook.orgId === orgId)
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((webhook) => structuredClone(webhook));
+  }
+
+  async updateWebhookSecrets(
+    current: WebhookRecord,
+    secrets: WebhookRecord['secrets'],
+    audit: AuditInput,
+  ): Promise<void> {
+    const stored = this.#webhooks.get(current.id);
+    if (stored === undefined || stored.orgId !== current.orgId) throw errors.notFound('webhook', current.id);
+    if (JSON.stringify(stored.secrets) !== JSON.stringify(current.secrets)) {
+      throw errors.conflict(`webhook ${current.id} changed since it was read`);
+    }
+    this.#webhooks.set(current.id, { ...stored, secrets: structuredClone(secrets) });
+    this.#append(current.orgId, audit);
+  }
+
+  async deleteWebhook(orgId: string, id: string, audit: AuditInput): Promise<void> {
+    const stored = this.#webhooks.get(id);
+    if (stored === undefined || stored.orgId !== orgId) throw errors.notFound('webhook', id);
+    this.#webhooks.delete(id);
     this.#append(orgId, audit);
   }
 

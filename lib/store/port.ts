@@ -5,6 +5,7 @@ import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../sandboxes
 import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 import type { Usage } from '../tenancy/quota.ts';
+import type { WebhookRecord } from '../webhooks/schemas.ts';
 import type {
   KeyRecord,
   OrgRecord,
@@ -109,6 +110,22 @@ export interface Store {
 
   /** Replaces the org's default idle policy (null: none); not_found for an unknown org. */
   setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void>;
+
+  /**
+   * Registers a webhook endpoint of an org; refused with quota_exceeded past `max` endpoints (counted in
+   * the same write), not_found for an unknown org.
+   */
+  createWebhook(webhook: WebhookRecord, max: number, audit: AuditInput): Promise<void>;
+  getWebhook(orgId: string, id: string): Promise<WebhookRecord | undefined>;
+  /** Every endpoint of the org (at most maxWebhooksPerOrg): what each lifecycle event fans out to. */
+  listWebhooks(orgId: string): Promise<WebhookRecord[]>;
+  /** Replaces an endpoint's secrets (a rotation), conditional on the ones read: conflict otherwise. */
+  updateWebhookSecrets(
+    current: WebhookRecord,
+    secrets: WebhookRecord['secrets'],
+    audit: AuditInput,
+  ): Promise<void>;
+  deleteWebhook(orgId: string, id: string, audit: AuditInput): Promise<void>;
 
   createProject(project: ProjectRecord, audit: AuditInput): Promise<void>;
   getProject(orgId: string, id: string): Promise<ProjectRecord | undefined>;

@@ -209,6 +209,22 @@ describe('the differently CLI', () => {
     expect(usage.quota).toMatchObject({ maxCPU: 6 });
     expect(usage.budget).toMatchObject({ monthly: 250 });
     expect(usage.projectBudget).toMatchObject({ monthly: 40.5 });
+    const hook = await json([
+      'admin',
+      'webhooks',
+      'create',
+      orgId,
+      'http://127.0.0.1:9/hook',
+      '--event',
+      'sandbox.running',
+      ...asAdmin,
+    ]);
+    expect(String(hook.secret)).toMatch(/^whsec_/);
+    const hooks = await json(['admin', 'webhooks', 'list', orgId, ...asAdmin]);
+    expect(hooks.items).toEqual([expect.objectContaining({ id: hook.id, events: ['sandbox.running'] })]);
+    expect(await json(['admin', 'webhooks', 'delete', orgId, String(hook.id), ...asAdmin])).toMatchObject({
+      deleted: true,
+    });
     expect(await json(['admin', 'orgs', 'budget', orgId, 'none', ...asAdmin])).toMatchObject({
       monthly: null,
       left: null,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod';
 import type { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { type LocalRuntime, type LocalRuntimeOptions, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { type SandboxView, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { client, waitFor } from './http-client.ts';
@@ -32,6 +32,8 @@ export async function startE2e(
     quota?: Record<string, number>;
     /** Extra top-level config (profiles, classifications, policy, templates). */
     config?: Record<string, unknown>;
+    /** Queue settings over the defaults (a webhooks queue that dead-letters sooner, say). */
+    queues?: LocalRuntimeOptions['queues'];
     /** DynamoDB Local at this endpoint instead of the memory store (a fresh table per runtime is not needed: ids are unique). */
     dynamodbEndpoint?: string;
   } = {},
@@ -56,6 +58,7 @@ export async function startE2e(
     sweepIntervalSeconds: 0,
     reconcileIntervalSeconds: 0,
     poolRefreshIntervalSeconds: 0,
+    ...(options.queues !== undefined && { queues: options.queues }),
     ...(options.dynamodbEndpoint !== undefined && {
       storeKind: 'dynamodb' as const,
       dynamodbEndpoint: options.dynamodbEndpoint,

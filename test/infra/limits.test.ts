@@ -20,6 +20,7 @@ const constructIds: Record<FunctionName, string> = {
   provision: 'ProvisionFunction',
   terminate: 'TerminateFunction',
   operations: 'OperationsFunction',
+  webhooks: 'WebhooksFunction',
   sweep: 'SweepFunction',
   reconcile: 'ReconcileFunction',
   poolRefresh: 'PoolRefreshFunction',

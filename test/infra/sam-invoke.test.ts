@@ -204,6 +204,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
         'Reconcile',
         'Sweep',
         'Terminate',
+        'Webhooks',
       ].sort(),
     );
   });

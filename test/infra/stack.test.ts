@@ -68,7 +68,7 @@ describe('the CDK app', () => {
 
   it('builds every function on nodejs24.x, arm64, with tracing, its log group and the environment contract', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    expect(Object.keys(functions).length).toBe(8);
+    expect(Object.keys(functions).length).toBe(9);
     template.allResourcesProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -129,6 +129,21 @@ describe('the CDK app', () => {
     }
   });
 
+  it('lets exactly the functions that queue lifecycle calls and idle checks send to the operations queue', () => {
+    const queue = logicalIdOf(resources, 'AWS::SQS::Queue', 'WorkQueuesOperations');
+    const senders = Object.entries(template.findResources('AWS::IAM::Policy'))
+      .filter(([, policy]) =>
+        (policy.Properties.PolicyDocument.Statement as { Action: unknown; Resource: unknown }[]).some(
+          (statement) =>
+            JSON.stringify(statement.Action).includes('sqs:SendMessage') &&
+            JSON.stringify(statement.Resource).includes(`"${queue}"`),
+        ),
+      )
+      .map(([id]) => id.replace(/Role.*$/, ''))
+      .sort();
+    expect(senders).toEqual(['Api', 'ApiStream', 'Operations', 'Provision', 'Sweep']);
+  });
+
   it('lets no function delete or reconfigure the table', () => {
     for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
       const document = JSON.stringify(policy.Properties.PolicyDocument);
@@ -171,7 +186,7 @@ describe('the CDK app', () => {
   });
 
   it('maps the queues to the workers with partial batch failures and a concurrency budget', () => {
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 3);
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 4);
     template.allResourcesProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 10,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
@@ -275,7 +290,7 @@ describe('the CDK app', () => {
 
   it('alarms on dead letters, worker errors, API 5xx and latency, each linking to the runbook and notifying the topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    expect(alarms.length).toBe(14);
+    expect(alarms.length).toBe(16);
     const topic = logicalIdOf(resources, 'AWS::SNS::Topic', 'MonitoringAlarms');
     const runbook = readFileSync(new URL('../../docs/runbook.md', import.meta.url), 'utf8');
     for (const alarm of alarms) {

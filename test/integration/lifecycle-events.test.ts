@@ -220,11 +220,33 @@ describe('at least once, never from a change that did not commit', () => {
           status: 'running',
           from: 'provisioning',
           reason: null,
+          cause: 'user',
           at: '2026-01-01T00:00:00.000Z',
           seq: 1,
         },
       },
     ]);
+  });
+
+  it('carries the cause a transition recorded, and user for a caller or one it does not know', () => {
+    const event = (details: Record<string, unknown>): AuditEvent => ({
+      orgId: 'org_1',
+      seq: 1,
+      at: '2026-01-01T00:00:00.000Z',
+      actor: 'system',
+      action: 'sandbox.terminating',
+      target: 'sbx_1',
+      details,
+      prevHash: '',
+      hash: '',
+    });
+    const causes = lifecycleEventsOf([
+      event({ cause: 'ttl' }),
+      event({ cause: 'idle' }),
+      event({}),
+      event({ cause: 'mystery' }),
+    ]).map((each) => each.detail.cause);
+    expect(causes).toEqual(['ttl', 'idle', 'user', 'user']);
   });
 });
 
@@ -244,6 +266,7 @@ describe('EventBridgePublisher', () => {
       status: 'running',
       from: null,
       reason: null,
+      cause: 'user',
       at: '2026-01-01T00:00:00.000Z',
       seq: i,
     },

@@ -6,8 +6,8 @@ import { auditItem, keyOf } from '../../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
-import { budgetConformance } from './budget-conformance.ts';
 import { storeConformance } from './store-conformance.ts';
+import { budgetConformance, webhookConformance } from './tenant-policy-conformance.ts';
 
 let lastMemory: MemoryStore | undefined;
 
@@ -37,6 +37,7 @@ storeConformance('memory', {
 });
 
 budgetConformance('memory', { create: async () => new MemoryStore() });
+webhookConformance('memory', { create: async () => new MemoryStore() });
 
 const base = localDynamoDbClient(inject('dynamodbEndpoint'));
 const doc = documentClient(base);
@@ -72,6 +73,15 @@ storeConformance('dynamodb', {
     };
   },
 });
+
+const freshTable = {
+  async create() {
+    const name = `budgets-${process.pid}-${++tables}`;
+    await ensureTable(base, name);
+    return new DynamoDbStore({ client: doc, tableName: name });
+  },
+};
+webhookConformance('dynamodb', freshTable);
 
 budgetConformance('dynamodb', {
   async create() {

@@ -23,6 +23,7 @@ class FakeDeadLetters implements DeadLetterSource {
     provision: [],
     terminate: [],
     operations: [],
+    webhooks: [],
   };
   async receive(queue: QueueName): Promise<DeadLetter[]> {
     const pending = this.letters[queue].filter((l) => !l.acked);

@@ -17,6 +17,7 @@ describe('the work queues on SQS', () => {
       provision: 'https://sqs/p',
       terminate: 'https://sqs/t',
       operations: 'https://sqs/o',
+      webhooks: 'https://sqs/w',
     });
     await queue.send('provision', { sandboxId: 'sbx_1', orgId: 'org_a' });
     await queue.send('terminate', { sandboxId: 'sbx_2', orgId: 'org_b' });

@@ -20,6 +20,7 @@ class Letters implements DeadLetterSource {
     provision: [],
     terminate: [],
     operations: [],
+    webhooks: [],
   };
   receives = 0;
   async receive(queue: QueueName, max: number): Promise<DeadLetter[]> {

@@ -15,7 +15,7 @@ export interface WorkQueue {
 }
 
 /**
- * The provision, terminate and operations queues with their dead-letter queues: server-side encryption, TLS only,
+ * The provision, terminate, operations and webhooks queues with their dead-letter queues: server-side encryption, TLS only,
  * visibility six times the worker's timeout, and the maxReceiveCount chosen with the backoff.
  * Messages carry MessageGroupId = org id, which makes these standard queues fair queues.
  */
@@ -24,12 +24,15 @@ export class WorkQueues extends Construct {
   readonly terminate: WorkQueue;
   /** Lifecycle calls and snapshots the API recorded and the operations worker finishes. */
   readonly operations: WorkQueue;
+  /** Webhook deliveries: one message per lifecycle event and endpoint, retried with backoff. */
+  readonly webhooks: WorkQueue;
 
   constructor(scope: Construct, id: string, props: WorkQueuesProps) {
     super(scope, id);
     this.provision = this.#pair('Provision', props.settings.provision);
     this.terminate = this.#pair('Terminate', props.settings.terminate);
     this.operations = this.#pair('Operations', props.settings.operations);
+    this.webhooks = this.#pair('Webhooks', props.settings.webhooks);
   }
 
   #pair(id: string, settings: QueueSettings): WorkQueue {

@@ -7,10 +7,12 @@ import type { SandboxService } from '../../sandboxes/service.ts';
 import type { ReconcileReport } from '../../scheduler/reconcile.ts';
 import type { Store } from '../../store/port.ts';
 import type { Tenancy } from '../../tenancy/tenancy.ts';
+import type { Webhooks } from '../../webhooks/service.ts';
 
 /** The services the route handlers call: the composition root (lib/control-plane.ts) builds them. */
 export interface RouteDeps {
   tenancy: Tenancy;
+  webhooks: Webhooks;
   sandboxes: SandboxService;
   operations: SandboxOperations;
   poolAdmin: PoolAdmin;

@@ -8,6 +8,7 @@ import { sandboxesRoutes } from './sandboxes.ts';
 import { snapshotsRoutes } from './snapshots.ts';
 import { openApiRoute, systemRoutes } from './system.ts';
 import { tenancyRoutes } from './tenancy.ts';
+import { webhookRoutes } from './webhooks.ts';
 
 export type { RouteDeps } from './deps.ts';
 
@@ -16,6 +17,7 @@ export function apiRoutes(deps: RouteDeps, version: string): RouteDefinition[] {
   const table = [
     ...systemRoutes(deps),
     ...tenancyRoutes(deps),
+    ...webhookRoutes(deps),
     ...sandboxesRoutes(deps),
     ...operationsRoutes(deps),
     ...snapshotsRoutes(deps),

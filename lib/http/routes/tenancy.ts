@@ -49,7 +49,7 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
         return {
           status: 200,
           body: {
-            items: [{ id: org.id, name: org.name, quota: org.quota, createdAt: org.createdAt }],
+            items: [orgView(org)],
             nextCursor: null,
           },
         };

@@ -8,8 +8,9 @@ import type { SandboxStatus } from '../../sandboxes/state.ts';
 import type { IdlePolicy } from '../../schemas/sandboxes.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
+import { maxWebhooksPerOrg, type WebhookRecord, webhookRecordSchema } from '../../webhooks/schemas.ts';
 import { decodeCursor } from '../cursor.ts';
-import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../errors.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded, webhooksExceeded } from '../errors.ts';
 import {
   type CreateSandboxResult,
   dueKeyOf,
@@ -424,6 +425,96 @@ export class DynamoDbStore implements Store {
         },
       ])
       .catch(onCanceled(() => errors.notFound('org', orgId)));
+  }
+
+  async createWebhook(webhook: WebhookRecord, max: number, audit: AuditInput): Promise<void> {
+    await this.#audit
+      .write(webhook.orgId, audit, () => [
+        check('org', keyOf.org(webhook.orgId), 'attribute_exists(PK)'),
+        {
+          label: 'count',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.webhookCount(webhook.orgId),
+              UpdateExpression: 'ADD webhooks :one',
+              ConditionExpression: 'attribute_not_exists(webhooks) OR webhooks < :max',
+              ExpressionAttributeValues: { ':one': 1, ':max': max },
+            },
+          },
+        },
+        put(
+          'webhook',
+          { ...keyOf.webhook(webhook.orgId, webhook.id), ...webhook },
+          'attribute_not_exists(PK)',
+        ),
+      ])
+      .catch(
+        onCanceled((failed) =>
+          failed.has('org')
+            ? errors.notFound('org', webhook.orgId)
+            : failed.has('count')
+              ? webhooksExceeded(max)
+              : errors.conflict(`webhook ${webhook.id} already exists`),
+        ),
+      );
+  }
+
+  async getWebhook(orgId: string, id: string): Promise<WebhookRecord | undefined> {
+    return this.#t.getParsed(keyOf.webhook(orgId, id), webhookRecordSchema);
+  }
+
+  async listWebhooks(orgId: string): Promise<WebhookRecord[]> {
+    const page = await this.#t.queryPage(
+      {
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': 'WHK#' },
+        ConsistentRead: true,
+      },
+      maxWebhooksPerOrg,
+      (item) => webhookRecordSchema.parse(item),
+      (webhook) => webhook.id,
+    );
+    return page.items;
+  }
+
+  async updateWebhookSecrets(
+    current: WebhookRecord,
+    secrets: WebhookRecord['secrets'],
+    audit: AuditInput,
+  ): Promise<void> {
+    await this.#audit
+      .write(current.orgId, audit, () => [
+        put(
+          'webhook',
+          { ...keyOf.webhook(current.orgId, current.id), ...current, secrets },
+          '#secrets = :secrets',
+          {
+            names: { '#secrets': 'secrets' },
+            values: { ':secrets': current.secrets },
+          },
+        ),
+      ])
+      .catch(onCanceled(() => errors.conflict(`webhook ${current.id} changed since it was read`)));
+  }
+
+  async deleteWebhook(orgId: string, id: string, audit: AuditInput): Promise<void> {
+    await this.#audit
+      .write(orgId, audit, () => [
+        del('webhook', keyOf.webhook(orgId, id), 'attribute_exists(PK)'),
+        {
+          label: 'count',
+          item: {
+            Update: {
+              TableName: this.#table,
+              Key: keyOf.webhookCount(orgId),
+              UpdateExpression: 'ADD webhooks :minus',
+              ExpressionAttributeValues: { ':minus': -1 },
+            },
+          },
+        },
+      ])
+      .catch(onCanceled(() => errors.notFound('webhook', id)));
   }
 
   async createProject(project: ProjectRecord, audit: AuditInput): Promise<void> {

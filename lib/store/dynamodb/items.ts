@@ -23,6 +23,9 @@ export const keyOf = {
   sandbox: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `SBX#${sandboxId}` }),
   /** A sandbox's last exec, file or port call, for its idle policy: apart from the record, unversioned. */
   activity: (orgId: string, sandboxId: string) => ({ PK: `ORG#${orgId}`, SK: `ACT#${sandboxId}` }),
+  webhook: (orgId: string, webhookId: string) => ({ PK: `ORG#${orgId}`, SK: `WHK#${webhookId}` }),
+  /** How many webhook endpoints the org has: what maxWebhooksPerOrg bounds. */
+  webhookCount: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'WEBHOOKS' }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),

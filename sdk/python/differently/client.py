@@ -386,6 +386,24 @@ class Admin:
         path = _path("/v1/admin/orgs/{id}/idle-policy", id=org_id)
         return cast(Org, self._t.json("PUT", path, body={"policy": policy}, retry=True))
 
+    def create_webhook(self, org_id: str, url: str, events: list[str] | None = None) -> dict[str, Any]:
+        """Registers an endpoint for the org's lifecycle events; the answer's `secret` is shown only now."""
+        body: dict[str, Any] = {"url": url, **({"events": events} if events is not None else {})}
+        return cast("dict[str, Any]", self._t.json("POST", _path("/v1/admin/orgs/{id}/webhooks", id=org_id), body=body))
+
+    def list_webhooks(self, org_id: str) -> dict[str, Any]:
+        path = _path("/v1/admin/orgs/{id}/webhooks", id=org_id)
+        return cast("dict[str, Any]", self._t.json("GET", path, retry=True))
+
+    def delete_webhook(self, org_id: str, webhook_id: str) -> dict[str, Any]:
+        path = _path("/v1/admin/orgs/{id}/webhooks/{webhookId}", id=org_id, webhookId=webhook_id)
+        return cast("dict[str, Any]", self._t.json("DELETE", path, retry=True))
+
+    def rotate_webhook_secret(self, org_id: str, webhook_id: str) -> dict[str, Any]:
+        """A new secret; the previous one keeps signing beside it for 24 hours."""
+        path = _path("/v1/admin/orgs/{id}/webhooks/{webhookId}/rotate-secret", id=org_id, webhookId=webhook_id)
+        return cast("dict[str, Any]", self._t.json("POST", path))
+
     def get_budget(self, org_id: str) -> Budget:
         return cast(Budget, self._t.json("GET", _path("/v1/admin/orgs/{id}/budget", id=org_id), retry=True))
 

@@ -148,6 +148,11 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         policy = {"afterSeconds": 600, "action": "stop"}
         self.assertEqual(self.admin.admin.set_idle_policy(self.org_id, policy)["idlePolicy"], policy)
         self.assertIsNone(self.admin.admin.set_idle_policy(self.org_id, None)["idlePolicy"])
+        hook = self.admin.admin.create_webhook(self.org_id, "http://127.0.0.1:9/hook", ["sandbox.running"])
+        self.assertTrue(hook["secret"].startswith("whsec_"))
+        self.assertIn(hook["id"], [item["id"] for item in self.admin.admin.list_webhooks(self.org_id)["items"]])
+        self.assertNotEqual(self.admin.admin.rotate_webhook_secret(self.org_id, hook["id"])["secret"], hook["secret"])
+        self.assertTrue(self.admin.admin.delete_webhook(self.org_id, hook["id"])["deleted"])
         project = self.admin.admin.create_project(self.org_id, "budgeted")
         self.assertEqual(self.admin.admin.set_project_budget(self.org_id, project["id"], 2)["left"], 2)
         self.assertEqual(self.admin.admin.get_project_budget(self.org_id, project["id"])["monthly"], 2)

@@ -9,6 +9,7 @@ import { transitionSandbox } from '../../lib/sandboxes/transition.ts';
 import { quotaSchema } from '../../lib/schemas/tenancy.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { OrgRecord, ProjectRecord, SandboxRecord } from '../../lib/store/records.ts';
+import type { WebhookRecord } from '../../lib/webhooks/schemas.ts';
 import { sandboxRecord } from '../helpers/records.ts';
 
 /**
@@ -249,6 +250,64 @@ export function budgetConformance(name: string, subject: BudgetStoreUnderTest): 
         code: 'not_found',
       });
       expect(await store.getLedger(org.id, null, december)).toEqual({ reserved: 0, spent: 0 });
+    });
+  });
+}
+
+/** Webhook endpoints on every Store: the per-org bound exact under races, rotation conditional. */
+export function webhookConformance(name: string, subject: BudgetStoreUnderTest): void {
+  describe(`Webhook conformance: ${name}`, () => {
+    const endpoint = (orgId: string, secret = 'whsec_a'): WebhookRecord => ({
+      id: newId('webhook'),
+      orgId,
+      url: 'https://hooks.example.com/x',
+      events: null,
+      description: null,
+      secrets: [{ secret, validUntil: null }],
+      createdAt: new Date().toISOString(),
+    });
+
+    it('15 concurrent registrations against a bound of 10: exactly 10 stored, the rest quota_exceeded', async () => {
+      const store = await subject.create();
+      const org = await newOrg(store, null);
+      const results = await Promise.all(
+        Array.from({ length: 15 }, () => refusal(store.createWebhook(endpoint(org.id), 10, admin))),
+      );
+      expect(results.filter((r) => r === 'ok')).toHaveLength(10);
+      for (const result of results.filter((r) => r !== 'ok')) {
+        expect(result).toMatchObject({ code: 'quota_exceeded', details: { field: 'webhooks', limit: 10 } });
+      }
+      expect(await store.listWebhooks(org.id)).toHaveLength(10);
+      // Deleting one frees its place.
+      const [first] = await store.listWebhooks(org.id);
+      await store.deleteWebhook(org.id, first?.id ?? '', admin);
+      expect(await refusal(store.createWebhook(endpoint(org.id), 10, admin))).toBe('ok');
+      expect(await store.listWebhooks(newId('org'))).toEqual([]);
+    });
+
+    it('rotates secrets only from the ones read: a second rotation from the same read is a conflict', async () => {
+      const store = await subject.create();
+      const org = await newOrg(store, null);
+      const hook = endpoint(org.id);
+      await store.createWebhook(hook, 10, admin);
+      const next = [
+        { secret: 'whsec_b', validUntil: null },
+        { secret: 'whsec_a', validUntil: '2026-12-04T00:00:00.000Z' },
+      ];
+      await store.updateWebhookSecrets(hook, next, admin);
+      expect((await store.getWebhook(org.id, hook.id))?.secrets).toEqual(next);
+      expect(
+        await refusal(store.updateWebhookSecrets(hook, [{ secret: 'x', validUntil: null }], admin)),
+      ).toMatchObject({
+        code: 'conflict',
+      });
+      expect(await refusal(store.deleteWebhook(org.id, newId('webhook'), admin))).toMatchObject({
+        code: 'not_found',
+      });
+      expect(await refusal(store.createWebhook(endpoint(newId('org')), 10, admin))).toMatchObject({
+        code: 'not_found',
+      });
+      expect((await verifyOrgChain(store, org.id)).ok).toBe(true);
     });
   });
 }

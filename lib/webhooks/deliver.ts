@@ -1,0 +1,68 @@
+import { describeError, type Log } from '../log.ts';
+import type { WorkMessage } from '../queue/port.ts';
+import { done, retryAfter, type WorkOutcome } from '../scheduler/outcome.ts';
+import type { Store } from '../store/port.ts';
+import type { WebhookDelivery } from './schemas.ts';
+import { type DeliverySender, postDelivery } from './sender.ts';
+import { deliveryIdHeader, eventTypeHeader, signatureHeader, signDelivery } from './signature.ts';
+
+export interface DeliverDeps {
+  store: Store;
+  log: Log;
+  devMode: boolean;
+  now?: () => Date;
+  send?: DeliverySender;
+}
+
+/** How long an endpoint has to answer a delivery. */
+export const deliveryTimeoutMs = 10_000;
+/** Receives before a delivery goes to the webhooks dead-letter queue (about an hour of retries). */
+export const deliveryMaxReceives = 12;
+
+/** 2, 4, 8 ... seconds between attempts, at most 15 minutes (SQS's longest delay). */
+export function deliveryBackoffSeconds(receiveCount: number): number {
+  return Math.min(900, 2 ** Math.max(1, receiveCount));
+}
+
+/**
+ * The webhooks worker: one delivery per message, signed at the moment of sending with every secret the
+ * endpoint holds now. A 2xx answer is done; anything else (an error status, a timeout, a refused address)
+ * is tried again with backoff until the queue's maxReceiveCount moves it to the dead-letter queue. An
+ * endpoint deleted meanwhile is acknowledged. At least once: receivers de-duplicate on the delivery id.
+ */
+export async function deliverWebhook(
+  deps: DeliverDeps,
+  message: WorkMessage,
+  receiveCount = 1,
+): Promise<WorkOutcome> {
+  const { webhookId, delivery } = message;
+  if (webhookId === undefined || delivery === undefined) return done;
+  const webhook = await deps.store.getWebhook(message.orgId, webhookId);
+  if (webhook === undefined) return done;
+  const now = deps.now?.() ?? new Date();
+  const secrets = webhook.secrets
+    .filter((entry) => entry.validUntil === null || entry.validUntil > now.toISOString())
+    .map((entry) => entry.secret);
+  const body = JSON.stringify(delivery satisfies WebhookDelivery);
+  const url = new URL(webhook.url);
+  const context = { webhookId, origin: url.origin, deliveryId: delivery.id, receiveCount };
+  try {
+    const status = await (deps.send ?? postDelivery)(
+      url,
+      {
+        'content-type': 'application/json',
+        'user-agent': 'differently-webhooks/1',
+        [signatureHeader]: signDelivery(secrets, Math.floor(now.getTime() / 1000), body),
+        [deliveryIdHeader]: delivery.id,
+        [eventTypeHeader]: delivery.type,
+      },
+      body,
+      { devMode: deps.devMode, timeoutMs: deliveryTimeoutMs },
+    );
+    if (status >= 200 && status < 300) return done;
+    deps.log.warn('webhook delivery refused by its endpoint; retrying', { ...context, status });
+  } catch (error) {
+    deps.log.warn('webhook delivery failed; retrying', { ...context, error: describeError(error) });
+  }
+  return retryAfter(deliveryBackoffSeconds(receiveCount));
+}
