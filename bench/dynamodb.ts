@@ -5,15 +5,20 @@ import { buildPools } from '../adapters/registry.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.ts';
 import { parseConfig } from '../lib/config.ts';
 import { createControlPlane } from '../lib/control-plane.ts';
+import { publishLifecycleEvents } from '../lib/events/port.ts';
 import { silentLog } from '../lib/log.ts';
 import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
 import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
+import { WebhookFanout } from '../lib/webhooks/fanout.ts';
 
 export interface RequestCounts {
   /** Every request sent. */
   requests: number;
-  /** Of them, the audit chain's linking (claim of the head, outbox query, link transaction). */
+  /**
+   * Of them, the audit chain's linking (claim of the head, outbox query, link transaction) and what its
+   * hook reads (the webhook fan-out's query of the org's endpoints).
+   */
   linking: number;
   /**
    * Sequential round trips of the request path: requests (linking aside) started while no other was in
@@ -38,7 +43,7 @@ export type RequestListener = (command: string, input: unknown, output?: unknown
 
 /** Linking's requests: they touch the chain head (claim, link) or query an outbox; a change's own do not. */
 export function isLinking(command: string, input: string): boolean {
-  if (command === 'QueryCommand') return input.includes('#OUTBOX');
+  if (command === 'QueryCommand') return input.includes('#OUTBOX') || input.includes('"WHK#"');
   return input.includes('"AUDITHEAD"');
 }
 
@@ -102,7 +107,15 @@ export async function benchPlane(
   options: { linkInline?: boolean } = {},
 ) {
   await ensureTable(db.base, tableName);
-  const store = new DynamoDbStore({ client: db.doc, tableName, linkInline: options.linkInline ?? false });
+  // Linking fans lifecycle events out to webhooks as deployed (functions/wiring.ts): the org's
+  // endpoints are read for every batch, so their cost is in the figures.
+  const fanout = new WebhookFanout();
+  const store = new DynamoDbStore({
+    client: db.doc,
+    tableName,
+    linkInline: options.linkInline ?? false,
+    onLinking: publishLifecycleEvents(fanout),
+  });
   const fake = new FakeAdapter();
   const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
   // Wired as a Lambda container is (functions/wiring.ts): the registry reads runtime pools from the store.
@@ -114,5 +127,6 @@ export async function benchPlane(
     log: silentLog,
     adminKey: 'bench-admin',
   });
+  fanout.attach({ store, queue: { send: async () => {}, changeVisibility: async () => {} } });
   return { store, fake, plane };
 }

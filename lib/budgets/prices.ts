@@ -48,6 +48,16 @@ export const freePrices: PoolPrices = {
   stopped: freeState,
 };
 
+/** Whether a pool charges anything: one that does not never touches a budget. */
+export function billable(prices: PoolPrices | undefined): boolean {
+  if (prices === undefined) return false;
+  const { perCreate, running, paused, stopped } = prices;
+  return [
+    perCreate,
+    ...[running, paused, stopped].flatMap((state) => [state.perVcpuSecond, state.perGiBSecond]),
+  ].some((price) => price > 0);
+}
+
 /** A sandbox's own rates on a pool, in micros: per create, and per second in each billed state. */
 export const sandboxRatesSchema = z.object({
   create: z.number(),

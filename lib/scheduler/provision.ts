@@ -1,7 +1,7 @@
 import { ownershipLabels } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import { reservationFor } from '../budgets/billing.ts';
-import { ratesOf } from '../budgets/prices.ts';
+import { billable, ratesOf } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
@@ -188,8 +188,11 @@ async function activate(
     pool: name,
     placement: { pool: name, rejected: [...rejected], decidedAt: now.toISOString() },
     statusMessage: `provisioning on ${name}`,
-    // Its most cost on this pool's prices, held of the org's (and project's) budget in the same write.
-    billing: reservationFor(ratesOf(pool.config.prices, record.resources), record.ttlSeconds, now),
+    // Its most cost on this pool's prices, held of the org's (and project's) budget in the same write;
+    // on a pool with no prices there is nothing to hold or bill (and the record stays its old size).
+    billing: billable(pool.config.prices)
+      ? reservationFor(ratesOf(pool.config.prices, record.resources), record.ttlSeconds, now)
+      : null,
   };
   const options = { now, actor: system, poolLimit: pool.config.maxConcurrency };
   try {
