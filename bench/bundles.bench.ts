@@ -12,7 +12,16 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { percentile, printTable } from './stats.ts';
 
-const functions = ['api', 'provision', 'terminate', 'operations', 'webhooks', 'sweep', 'reconcile', 'pool-refresh'];
+const functions = [
+  'api',
+  'provision',
+  'terminate',
+  'operations',
+  'webhooks',
+  'sweep',
+  'reconcile',
+  'pool-refresh',
+];
 const out = mkdtempSync(join(tmpdir(), 'differently-bundles-'));
 const banner = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 const runs = Number(process.env.BENCH_IMPORT_RUNS ?? 9);

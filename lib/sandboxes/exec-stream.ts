@@ -49,6 +49,7 @@ export async function prepareExecStream(
   const limit = AbortSignal.timeout((timeoutSeconds + 30) * 1000);
   const options = { signal: cancelled === undefined ? limit : AbortSignal.any([limit, cancelled]) };
   return async (send) => {
+    const stillActive = sandboxes.keepActive(record);
     try {
       if (streams) {
         const exitCode = await adapter.execStream(
@@ -70,6 +71,8 @@ export async function prepareExecStream(
       const { body, masked } = toErrorResponse(error);
       if (masked) deps.log.error('streamed exec failed', { sandboxId: id, error: describeError(error) });
       await send({ error: { code: body.error.code, message: body.error.message } });
+    } finally {
+      await stillActive();
     }
   };
 }

@@ -304,14 +304,19 @@ export class SandboxService {
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
     // A resume after idleness took part of the request's time: the command gets what is left.
     const left = Math.max(1, syncExecMaxSeconds - Math.floor((Date.now() - started) / 1000));
-    const result = await adapter.exec(
-      record.backendRef,
-      { ...request, timeoutSeconds: Math.min(request.timeoutSeconds ?? syncExecMaxSeconds, left) },
-      // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
-      // Adapters that collect output stop at maxOutputBytes; every result is bounded here as well.
-      { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000), maxOutputBytes },
-    );
-    return boundExecResult(result, maxOutputBytes);
+    const done = this.keepActive(record);
+    try {
+      const result = await adapter.exec(
+        record.backendRef,
+        { ...request, timeoutSeconds: Math.min(request.timeoutSeconds ?? syncExecMaxSeconds, left) },
+        // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
+        // Adapters that collect output stop at maxOutputBytes; every result is bounded here as well.
+        { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000), maxOutputBytes },
+      );
+      return boundExecResult(result, maxOutputBytes);
+    } finally {
+      await done();
+    }
   }
 
   /** Streamed exec: checks now, output later (see lib/sandboxes/exec-stream.ts). */
@@ -381,6 +386,32 @@ export class SandboxService {
       sandboxId: id,
       status: latest?.status ?? current.status,
     });
+  }
+
+  /**
+   * While a command runs on a sandbox with an idle policy it is in use: its activity is recorded every
+   * half idle period (at most a minute apart) until the returned stop is called, which records it once
+   * more. Without this a command longer than the period (a streamed exec, an E2B process) would be
+   * paused under it. Best effort: a failed write is logged; the next one follows.
+   */
+  keepActive(record: SandboxRecord): () => Promise<void> {
+    const idle = record.idle;
+    if (idle === null) return async () => {};
+    const touch = () =>
+      this.#deps.store
+        .touchSandbox(record.orgId, record.id, this.#now().toISOString())
+        .catch((error: unknown) =>
+          this.#deps.log.warn('could not record sandbox activity', {
+            sandboxId: record.id,
+            error: describeError(error),
+          }),
+        );
+    const everyMs = Math.min(60, Math.max(1, Math.floor(idle.afterSeconds / 2))) * 1000;
+    const timer = setInterval(() => void touch(), everyMs);
+    return async () => {
+      clearInterval(timer);
+      await touch();
+    };
   }
 
   async #enqueue(queue: 'provision' | 'terminate', record: SandboxRecord): Promise<void> {

@@ -85,6 +85,34 @@ describe.each(['memory', 'dynamodb'] as const)('idle policy over HTTP (%s store)
     },
   );
 
+  it.skipIf(!bubblewrapAvailable())(
+    'never idles a sandbox under a command that runs longer than its period',
+    async () => {
+      const sandbox = await e.running('local', { idle: { afterSeconds: 3 } });
+      // 6 s of silence, twice the idle period: without the running command counting, the sandbox would
+      // be stopped under it and the command killed.
+      const stream = await fetch(`${e.runtime.url}/v1/sandboxes/${sandbox.id}/exec?stream=1`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${e.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ command: 'sleep 6; echo finished' }),
+      });
+      const lines = (await stream.text())
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.map((line) => line.data).join('')).toContain('finished');
+      expect(lines.at(-1)).toEqual({ exitCode: 0 });
+      const audit = z
+        .object({
+          items: z.array(z.object({ target: z.string(), details: z.record(z.string(), z.unknown()) })),
+        })
+        .parse((await e.api.get('/v1/audit?limit=100', e.key)).body)
+        .items.filter((event) => event.target === sandbox.id && event.details.cause === 'idle');
+      expect(audit).toEqual([]);
+      await e.destroy(sandbox.id);
+    },
+  );
+
   it('sets and clears an org default through the admin API; a bad policy is a 400', async () => {
     const orgId = z.object({ orgId: z.string() }).parse((await e.api.get('/v1/usage', e.key)).body).orgId;
     const set = await e.api.put(`/v1/admin/orgs/${orgId}/idle-policy`, e.runtime.adminKey, {
