@@ -26,13 +26,19 @@ export class RecordingQueue implements WorkQueue {
 
 /** A control plane on the memory store with two fake pools, `first` and `second`, in that order. */
 export async function testPlane(
-  overrides: { maxAttempts?: number; operationWaitSeconds?: number; now?: () => Date } = {},
+  overrides: {
+    maxAttempts?: number;
+    operationWaitSeconds?: number;
+    now?: () => Date;
+    /** Prices of the `first` pool (lib/budgets/prices.ts). */
+    prices?: Record<string, unknown>;
+  } = {},
 ) {
   const adapters = { first: new FakeAdapter(), second: new FakeAdapter() };
   const config = parseConfig({
     devMode: true,
     pools: [
-      { name: 'first', adapter: 'fake' },
+      { name: 'first', adapter: 'fake', ...(overrides.prices !== undefined && { prices: overrides.prices }) },
       { name: 'second', adapter: 'fake' },
     ],
     scheduler: { maxAttempts: overrides.maxAttempts ?? 3 },
