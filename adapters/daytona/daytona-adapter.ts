@@ -16,6 +16,8 @@ import {
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
+  type IdleKeeper,
+  type IdleRequest,
   type Instance,
   type InstanceState,
   type Lifecycle,
@@ -81,7 +83,7 @@ export function daytonaStateOf(state: string): InstanceState {
 const snapshotIdSchema = z.looseObject({ id: z.string().min(1) });
 
 export class DaytonaAdapter
-  implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+  implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, IdleKeeper
 {
   readonly #config: DaytonaConfig;
   readonly #http: HttpClient;
@@ -114,7 +116,8 @@ export class DaytonaAdapter
       limitations: [
         'exec output is stdout and stderr combined; exec has no stdin (unsupported_operation)',
         "resources are not sent: a sandbox gets its snapshot's size; quota and cost use the requested size",
-        'no provider-side TTL: expiry relies on the sweep (autoStopInterval is 0 so Differently owns stop)',
+        'no provider-side TTL: expiry relies on the sweep',
+        "an idle policy that stops after whole minutes is kept by Daytona's auto-stop (autoStopInterval), which also counts preview traffic; any other is enforced by the control plane (autoStopInterval 0)",
         "listings are eventually consistent on Daytona's side; Create looks sandboxes up by name instead",
         ...(this.#config.class === 'container' ? ['no pause-resume for the container class'] : []),
         'snapshots capture the filesystem; fork is not offered',
@@ -198,8 +201,9 @@ export class DaytonaAdapter
       env: req.env,
       labels: { [labels.sandboxId]: req.id, [labels.installation]: req.installation },
       ...(this.#config.target !== undefined && { target: this.#config.target }),
-      // Differently owns stop and delete; Daytona's idle timer would stop a busy job with no traffic.
-      autoStopInterval: 0,
+      // Daytona's auto-stop keeps the sandbox's idle policy when it has one in whole minutes (keepsIdle);
+      // otherwise it is off (0) and Differently owns stop: it would stop a busy job with no traffic.
+      autoStopInterval: req.idle === undefined ? 0 : req.idle.afterSeconds / 60,
     };
   }
 
@@ -418,6 +422,19 @@ export class DaytonaAdapter
     });
     this.#toolbox.delete(ref);
     await this.#waitFor(ref, [settled], opts);
+  }
+
+  /** Daytona's auto-stop stops (never pauses), counting in whole minutes. */
+  keepsIdle(idle: IdleRequest): boolean {
+    return idle.action === 'stop' && idle.afterSeconds % 60 === 0;
+  }
+
+  /** Resets the auto-stop timer, which counts API and toolbox calls, not the processes a command runs. */
+  async markActive(ref: string, opts?: CallOptions): Promise<void> {
+    // Answered 201 (NestJS's default for a POST), where the spec says 200: any 2xx is success.
+    await this.#http.request('POST', `/sandbox/${encodeURIComponent(ref)}/last-activity`, {
+      signal: opts?.signal,
+    });
   }
 
   stop(ref: string, opts?: CallOptions): Promise<void> {

@@ -30,10 +30,13 @@ import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 
 export type FakeExecFunc = (request: ExecRequest, instance: Instance) => ExecResult | Promise<ExecResult>;
 
-/** The backend calls a test can make fail (`inject`): all but TTL extension and port exposure. */
+/**
+ * The backend calls a test can make fail (`inject`): all but TTL extension, port exposure and the idle
+ * timer's (the fake keeps no idle timer of its own: the control plane enforces its idle policies).
+ */
 export const fakeMethods = backendCalls.filter(
-  (call): call is Exclude<BackendCall, 'extendTtl' | 'exposePort'> =>
-    call !== 'extendTtl' && call !== 'exposePort',
+  (call): call is Exclude<BackendCall, 'extendTtl' | 'exposePort' | 'markActive'> =>
+    call !== 'extendTtl' && call !== 'exposePort' && call !== 'markActive',
 );
 export type FakeMethod = (typeof fakeMethods)[number];
 

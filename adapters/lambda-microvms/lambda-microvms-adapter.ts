@@ -42,6 +42,8 @@ import {
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
+  type IdleKeeper,
+  type IdleRequest,
   type Instance,
   type InstanceState,
   type Pauser,
@@ -142,7 +144,7 @@ export interface LambdaMicrovmsDeps {
   fetch?: typeof fetch;
 }
 
-export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSystem, Pauser {
+export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSystem, Pauser, IdleKeeper {
   readonly #config: LambdaMicrovmsConfig;
   readonly #client: LambdaMicrovmsClient;
   readonly #fetch: typeof fetch;
@@ -181,10 +183,11 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
         `the lifetime is fixed when the VM starts (maximumDurationInSeconds, at most ${maxMicrovmSeconds / 3600} h): extending a sandbox's TTL does not move it`,
         'MicroVMs carry no tags: ownership is the RunMicrovm clientToken (the sandbox id) and what the guest agent holds; a suspended VM is listed without its sandbox id and matched by its ref',
         'no stop-start, snapshots, fork or exposed ports',
+        "a sandbox's idle policy that pauses after 60 s to 8 h is kept by the service's own idle policy (the control plane follows the suspension and resumes on the next call, marking long commands as traffic); any other is enforced by the control plane",
         ...(this.#config.idlePolicy === undefined
           ? []
           : [
-              `idle VMs are suspended by the service after ${this.#config.idlePolicy.maxIdleDurationSeconds} s without endpoint traffic and ended ${this.#config.idlePolicy.suspendedDurationSeconds} s later`,
+              `idle VMs of sandboxes without an idle policy of their own are suspended by the service after ${this.#config.idlePolicy.maxIdleDurationSeconds} s without endpoint traffic and ended ${this.#config.idlePolicy.suspendedDurationSeconds} s later`,
               // The service counts requests arriving, not bytes: a streamed exec's open response is no traffic.
               `a command that runs longer than ${this.#config.idlePolicy.maxIdleDurationSeconds} s with no other call to the sandbox is suspended mid-run (its stream then stops until something resumes the VM): keep long jobs on a pool without an idle policy, or call the sandbox meanwhile`,
             ]),
@@ -258,7 +261,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
           imageIdentifier: this.#config.image,
           imageVersion: this.#config.imageVersion,
           executionRoleArn: this.#config.executionRoleArn,
-          idlePolicy: this.#config.idlePolicy,
+          idlePolicy: idlePolicyFor(req, this.#config.idlePolicy, lifetime),
           ingressNetworkConnectors: this.#config.ingressNetworkConnectors,
           egressNetworkConnectors: this.#config.egressNetworkConnectors,
           maximumDurationInSeconds: Math.max(1, lifetime),
@@ -394,6 +397,16 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
       await this.resume(ref, opts);
       return call(await this.#guest(ref, opts));
     }
+  }
+
+  /** The service's idle policy suspends (a pause: memory kept) after 60 s to 8 hours without a request. */
+  keepsIdle(idle: IdleRequest): boolean {
+    return idle.action === 'pause' && idle.afterSeconds >= 60 && idle.afterSeconds <= maxMicrovmSeconds;
+  }
+
+  /** A request to the guest agent: inbound traffic is what the service's idle timer counts. */
+  async markActive(ref: string, opts?: CallOptions): Promise<void> {
+    await (await this.#guest(ref, opts)).health(opts);
   }
 
   /** SuspendMicrovm, then wait for SUSPENDED: memory, files and processes are kept. */
@@ -589,4 +602,22 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
       throw classifyMicrovmError(error, what, ref);
     }
   }
+}
+
+/**
+ * A sandbox's own idle policy (sent when keepsIdle said yes) over the pool's: suspended for as long as the
+ * VM may live, so the service never ends an idle sandbox before its TTL, and resumed only through the
+ * control plane, which records every move (a request to a suspended VM is refused until then).
+ */
+function idlePolicyFor(
+  req: CreateRequest,
+  pool: LambdaMicrovmsConfig['idlePolicy'],
+  lifetimeSeconds: number,
+): LambdaMicrovmsConfig['idlePolicy'] {
+  if (req.idle === undefined) return pool;
+  return {
+    maxIdleDurationSeconds: req.idle.afterSeconds,
+    suspendedDurationSeconds: lifetimeSeconds,
+    autoResumeEnabled: false,
+  };
 }

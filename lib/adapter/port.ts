@@ -96,6 +96,17 @@ export interface CreateRequest {
   labels: Record<string, string>;
   ttlSeconds?: number;
   fromSnapshot?: string;
+  /**
+   * The sandbox's idle policy, sent only to an adapter that keeps it itself (IdleKeeper.keepsIdle said
+   * so): the backend's own timer pauses or stops the instance after this long without use.
+   */
+  idle?: IdleRequest;
+}
+
+/** An idle policy as the backend is asked to keep it: the action is the one the pool can take. */
+export interface IdleRequest {
+  afterSeconds: number;
+  action: 'pause' | 'stop';
 }
 
 export interface CallOptions {
@@ -204,6 +215,22 @@ export interface TtlExtender {
   extendTtl(ref: string, ttlSeconds: number, opts?: CallOptions): Promise<void>;
 }
 
+/**
+ * Backends with an idle timer of their own (Daytona's auto-stop, Lambda MicroVMs' idle policy). A sandbox
+ * whose policy the backend can keep exactly is created with it (CreateRequest.idle): the backend pauses or
+ * stops the instance, and the control plane follows what it did (lib/scheduler/idle-check.ts), its own
+ * checks kept as the backstop. Elsewhere the control plane enforces the policy itself.
+ */
+export interface IdleKeeper {
+  /** Whether the backend keeps this policy as asked (its timer's unit and range, the action it takes). */
+  keepsIdle(idle: IdleRequest): boolean;
+  /**
+   * Counts as use on the backend's timer: called while a command runs, which the backend's timer does not
+   * see (Daytona's counts API calls, not processes; Lambda MicroVMs' counts inbound requests).
+   */
+  markActive(ref: string, opts?: CallOptions): Promise<void>;
+}
+
 export interface PortExposer {
   exposePort(ref: string, port: number, opts?: CallOptions): Promise<string>;
 }
@@ -225,6 +252,8 @@ export const isSnapshotter = (a: ExecutionAdapter): a is ExecutionAdapter & Snap
   hasMethods(a, 'snapshot', 'deleteSnapshot');
 export const isPortExposer = (a: ExecutionAdapter): a is ExecutionAdapter & PortExposer =>
   hasMethods(a, 'exposePort');
+export const isIdleKeeper = (a: ExecutionAdapter): a is ExecutionAdapter & IdleKeeper =>
+  hasMethods(a, 'keepsIdle', 'markActive');
 export const isTtlExtender = (a: ExecutionAdapter): a is ExecutionAdapter & TtlExtender =>
   hasMethods(a, 'extendTtl');
 
@@ -289,6 +318,7 @@ export const backendCalls = [
   'deleteSnapshot',
   'extendTtl',
   'exposePort',
+  'markActive',
 ] as const;
 export type BackendCall = (typeof backendCalls)[number];
 

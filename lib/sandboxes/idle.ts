@@ -1,4 +1,15 @@
+import {
+  type ExecutionAdapter,
+  type IdleRequest,
+  isIdleKeeper,
+  isLifecycle,
+  isPauser,
+} from '../adapter/port.ts';
+import { actors } from '../audit/chain.ts';
 import type { IdlePolicy, SandboxIdle } from '../schemas/sandboxes.ts';
+import type { Store } from '../store/port.ts';
+import type { SandboxRecord } from '../store/records.ts';
+import { transitionSandbox } from './transition.ts';
 
 /**
  * Idle policy: after `afterSeconds` without an exec, file or port call a running sandbox is paused (or
@@ -20,6 +31,7 @@ export function resolveIdlePolicy(
     action: policy.action ?? null,
     idledAt: null,
     runningSince: null,
+    enforcedBy: 'control-plane',
   };
 }
 
@@ -31,6 +43,34 @@ export function idleActionOn(
   if (idle.action !== 'stop' && can.pause) return 'pause';
   if (can.stop) return 'stop';
   return null;
+}
+
+/** The pause or stop a pool's adapter can take (its interface and its advertised features). */
+export function idleActionOnPool(
+  idle: SandboxIdle,
+  adapter: ExecutionAdapter | undefined,
+  features: readonly string[],
+): 'pause' | 'stop' | null {
+  return idleActionOn(idle, {
+    pause: adapter !== undefined && isPauser(adapter) && features.includes('lifecycle.pause-resume'),
+    stop: adapter !== undefined && isLifecycle(adapter) && features.includes('lifecycle.stop-start'),
+  });
+}
+
+/**
+ * What a new instance is created with when its backend keeps this policy itself, exactly as set (a timer
+ * in whole minutes keeps 120 s, not 90 s): the backend then enforces it. `undefined`: the control plane does.
+ */
+export function idleKeptByBackend(
+  idle: SandboxIdle | null,
+  adapter: ExecutionAdapter,
+  features: readonly string[],
+): IdleRequest | undefined {
+  if (idle === null || !isIdleKeeper(adapter)) return undefined;
+  const action = idleActionOnPool(idle, adapter, features);
+  if (action === null) return undefined;
+  const request = { afterSeconds: idle.afterSeconds, action };
+  return adapter.keepsIdle(request) ? request : undefined;
 }
 
 /** SQS delays a message at most 15 minutes: a longer wait is a chain of checks. */
@@ -46,4 +86,27 @@ export function secondsUntilIdle(idle: SandboxIdle, lastActivity: string, now: D
 /** Whether a call on a sandbox in this state should resume it first: it was paused or stopped for idleness. */
 export function idledAwaitingAccess(record: { status: string; idle: SandboxIdle | null }): boolean {
   return (record.status === 'paused' || record.status === 'stopped') && record.idle?.idledAt != null;
+}
+
+/**
+ * The record follows an instance its backend paused or stopped for idleness: the same move, audit (cause
+ * `idle`) and `idledAt` as the control plane's own, so the next exec or file call resumes it first.
+ */
+export function followBackendIdle(
+  store: Store,
+  record: SandboxRecord,
+  idle: SandboxIdle,
+  state: 'paused' | 'stopped',
+  now: Date,
+): Promise<SandboxRecord> {
+  return transitionSandbox(
+    store,
+    record,
+    state,
+    {
+      statusMessage: `idle for ${idle.afterSeconds} s: ${state} by the backend's idle timer`,
+      idle: { ...idle, idledAt: now.toISOString() },
+    },
+    { now, actor: actors.system, cause: 'idle' },
+  );
 }

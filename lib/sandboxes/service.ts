@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isTtlExtender } from '../adapter/port.ts';
+import { isIdleKeeper, isTtlExtender } from '../adapter/port.ts';
 import { canonicalJson } from '../audit/chain.ts';
 import { billingAfterTtlChange } from '../budgets/billing.ts';
 import type { Config } from '../config.ts';
@@ -16,6 +16,7 @@ import {
   defaultTtlSeconds,
   type ExecRequest,
   type ExecResult,
+  type SandboxIdle,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
 import type {
@@ -31,7 +32,7 @@ import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
-import { idledAwaitingAccess } from './idle.ts';
+import { followBackendIdle, idledAwaitingAccess, secondsUntilIdle } from './idle.ts';
 import { isTerminal, requireRunning } from './state.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
 
@@ -356,10 +357,20 @@ export class SandboxService {
    */
   async loadForUse(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxRecord> {
     const record = await this.load(principal, id, along);
-    if (record.idle === null) return record;
+    const idle = record.idle;
+    if (idle === null) return record;
     const now = this.#now();
-    await this.#deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
+    const before = await this.#deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
     let current = record;
+    if (
+      idle.enforcedBy === 'backend' &&
+      current.status === 'running' &&
+      secondsUntilIdle(idle, before ?? idle.runningSince ?? current.updatedAt, now) === null
+    ) {
+      // Idle long enough for the backend's own timer: it may have paused or stopped the instance before
+      // the control plane's check saw it. Follow it now, so this call resumes it instead of failing.
+      current = await this.#followBackendIdle(principal, current, idle, now);
+    }
     if (idledAwaitingAccess(current)) {
       const action = current.status === 'paused' ? 'resume' : 'start';
       try {
@@ -388,6 +399,24 @@ export class SandboxService {
     });
   }
 
+  async #followBackendIdle(
+    principal: OrgPrincipal,
+    record: SandboxRecord,
+    idle: SandboxIdle,
+    now: Date,
+  ): Promise<SandboxRecord> {
+    if (record.backendRef === null || record.pool === null) return record;
+    const state = (await this.#deps.pools.adapterOf(record.pool).get(record.backendRef)).state;
+    if (state !== 'paused' && state !== 'stopped') return record;
+    try {
+      return await followBackendIdle(this.#deps.store, record, idle, state, now);
+    } catch (error) {
+      // The idle check or another call recorded it first.
+      if (!isApiError(error) || error.code !== 'conflict') throw error;
+      return this.load(principal, record.id);
+    }
+  }
+
   /**
    * While a command runs on a sandbox with an idle policy it is in use: its activity is recorded every
    * half idle period (at most a minute apart) until the returned stop is called, which records it once
@@ -397,15 +426,25 @@ export class SandboxService {
   keepActive(record: SandboxRecord): () => Promise<void> {
     const idle = record.idle;
     if (idle === null) return async () => {};
+    // A backend that keeps the policy itself is told too: its timer does not see a command running.
+    const adapter = record.pool === null ? undefined : this.#deps.pools.adapterOf(record.pool);
+    const backend =
+      idle.enforcedBy === 'backend' &&
+      adapter !== undefined &&
+      isIdleKeeper(adapter) &&
+      record.backendRef !== null
+        ? { adapter, ref: record.backendRef }
+        : undefined;
     const touch = () =>
-      this.#deps.store
-        .touchSandbox(record.orgId, record.id, this.#now().toISOString())
-        .catch((error: unknown) =>
-          this.#deps.log.warn('could not record sandbox activity', {
-            sandboxId: record.id,
-            error: describeError(error),
-          }),
-        );
+      Promise.all([
+        this.#deps.store.touchSandbox(record.orgId, record.id, this.#now().toISOString()),
+        backend?.adapter.markActive(backend.ref, { signal: AbortSignal.timeout(10_000) }),
+      ]).catch((error: unknown) =>
+        this.#deps.log.warn('could not record sandbox activity', {
+          sandboxId: record.id,
+          error: describeError(error),
+        }),
+      );
     const everyMs = Math.min(60, Math.max(1, Math.floor(idle.afterSeconds / 2))) * 1000;
     const timer = setInterval(() => void touch(), everyMs);
     return async () => {

@@ -1,10 +1,16 @@
-import { isLifecycle, isPauser } from '../adapter/port.ts';
+import type { ExecutionAdapter, InstanceState } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
-import { idleActionOn, maxCheckDelaySeconds, secondsUntilIdle } from '../sandboxes/idle.ts';
+import {
+  followBackendIdle,
+  idleActionOnPool,
+  maxCheckDelaySeconds,
+  secondsUntilIdle,
+} from '../sandboxes/idle.ts';
+import type { SandboxIdle } from '../schemas/sandboxes.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import { requestLifecycle } from './lifecycle-request.ts';
@@ -74,11 +80,11 @@ export async function checkIdle(deps: IdleCheckDeps, message: WorkMessage): Prom
   await deps.pools.sync();
   await deps.pools.ensure(record.pool);
   const adapter = record.pool === null ? undefined : deps.pools.get(record.pool)?.adapter;
+  if (record.idle.enforcedBy === 'backend' && adapter !== undefined && record.backendRef !== null) {
+    return checkBackendIdle(deps, record, record.idle, record.backendRef, adapter, now);
+  }
   const features = record.pool === null ? [] : deps.pools.featuresOf(record.pool);
-  const action = idleActionOn(record.idle, {
-    pause: adapter !== undefined && isPauser(adapter) && features.includes('lifecycle.pause-resume'),
-    stop: adapter !== undefined && isLifecycle(adapter) && features.includes('lifecycle.stop-start'),
-  });
+  const action = idleActionOnPool(record.idle, adapter, features);
   if (action === null) {
     deps.log.info('idle sandbox left running: its pool can neither pause nor stop', {
       sandboxId: record.id,
@@ -101,5 +107,37 @@ export async function checkIdle(deps: IdleCheckDeps, message: WorkMessage): Prom
     }
     throw error;
   }
+  return done;
+}
+
+/**
+ * Due on a sandbox whose backend keeps its idle policy: the backend decides. Paused or stopped there, the
+ * record follows (cause idle, so the next call resumes it); still running, the backend saw use the control
+ * plane cannot (traffic to an exposed port) or its timer runs late, so the check looks again within a
+ * minute. The control plane never pauses such a sandbox itself: it would undo the backend's view of use.
+ */
+async function checkBackendIdle(
+  deps: IdleCheckDeps,
+  record: SandboxRecord,
+  idle: SandboxIdle,
+  backendRef: string,
+  adapter: ExecutionAdapter,
+  now: Date,
+): Promise<WorkOutcome> {
+  let state: InstanceState;
+  try {
+    state = (await adapter.get(backendRef)).state;
+  } catch (error) {
+    // Gone: the reconciler fails the sandbox. Anything else: SQS delivers the check again.
+    if (isApiError(error) && error.code === 'not_found') return done;
+    throw error;
+  }
+  if (state === 'paused' || state === 'stopped') {
+    await followBackendIdle(deps.store, record, idle, state, now).catch((error: unknown) => {
+      if (!isApiError(error) || error.code !== 'conflict') throw error;
+    });
+    return done;
+  }
+  await sendCheck(deps.queue, record, Math.min(60, idle.afterSeconds));
   return done;
 }

@@ -8,6 +8,7 @@ import { describeError, type Log } from '../log.ts';
 import { rankPools } from '../placement/rank.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
+import { idleKeptByBackend } from '../sandboxes/idle.ts';
 import type { WaitReason } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
@@ -274,6 +275,8 @@ async function createOn(
     fromSnapshot = snapshot.backendRef;
   }
   let ref: string;
+  // A backend that keeps the idle policy itself is created with it; the control plane then follows it.
+  const idle = idleKeptByBackend(record.idle, adapter, deps.pools.featuresOf(name));
   const timeoutMs = deps.config.scheduler.provisionTimeoutSeconds * 1000;
   const signal = AbortSignal.timeout(timeoutMs);
   try {
@@ -291,6 +294,7 @@ async function createOn(
         }),
         ttlSeconds: record.ttlSeconds,
         ...(fromSnapshot !== undefined && { fromSnapshot }),
+        ...(idle !== undefined && { idle }),
       },
       // The adapter's own waits end a few seconds before the scheduler gives up on the call.
       { signal, deadline: Date.now() + timeoutMs - Math.min(5000, timeoutMs / 10) },
@@ -333,7 +337,7 @@ async function createOn(
   }
   // Outside the try: a failed write here is the store's, not the backend's. It propagates, the record
   // stays provisioning with its reservation, and the redelivered message reuses the instance.
-  await markRunning(deps, record, ref, now());
+  await markRunning(deps, record, ref, now(), idle !== undefined);
   deps.log.info('sandbox running', { ...context, backendRef: ref });
   return { kind: 'result', result: done };
 }
@@ -343,7 +347,13 @@ function queueDeadlinePassed(record: SandboxRecord, now: Date): boolean {
   return now.getTime() - Date.parse(record.createdAt) > record.queueTimeoutSeconds * 1000;
 }
 
-async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRef: string, now: Date) {
+async function markRunning(
+  deps: ProvisionDeps,
+  record: SandboxRecord,
+  backendRef: string,
+  now: Date,
+  idleOnBackend: boolean,
+) {
   try {
     const running = await transitionSandbox(
       deps.store,
@@ -353,6 +363,14 @@ async function markRunning(deps: ProvisionDeps, record: SandboxRecord, backendRe
         backendRef,
         statusMessage: null,
         expiresAt: new Date(now.getTime() + record.ttlSeconds * 1000).toISOString(),
+        ...(record.idle !== null && {
+          idle: {
+            ...record.idle,
+            idledAt: null,
+            runningSince: now.toISOString(),
+            enforcedBy: idleOnBackend ? 'backend' : 'control-plane',
+          },
+        }),
       },
       { now, actor: system },
     );

@@ -6,8 +6,10 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
+import { followBackendIdle, secondsUntilIdle } from '../sandboxes/idle.ts';
 import { isSettledWithInstance, isTerminal } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
+import type { SandboxIdle } from '../schemas/sandboxes.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
@@ -51,7 +53,8 @@ export interface ReconcileReport {
  * For every pool with an adapter it lists the installation's instances and: deletes orphans (unknown or
  * terminal sandbox, or left on this pool by a sandbox now on another), deletes a second instance of one
  * sandbox (E0.21), adopts instances of sandboxes stuck in provisioning, requeues stale provisioning with
- * no instance, fails sandboxes whose instance disappeared, and follows stopped and error states. It never
+ * no instance, fails sandboxes whose instance disappeared, and follows stopped and error states (and a
+ * pause or stop of the backend's own idle timer, as idleness: lib/sandboxes/idle.ts). It never
  * deletes what it cannot prove orphaned: a pool whose List failed is skipped whole, and sandboxes
  * changed within the grace period are left alone.
  */
@@ -230,6 +233,19 @@ async function reconcilePool(
       });
       if (failed) report.failed++;
     } else if (
+      (current?.state === 'stopped' || current?.state === 'paused') &&
+      sandbox.status === 'running' &&
+      sandbox.idle?.enforcedBy === 'backend' &&
+      (await idleOnBackend(deps.store, sandbox, sandbox.idle, now))
+    ) {
+      // The backend's own idle timer paused or stopped it: followed as idleness, resumed on the next call.
+      const idle = sandbox.idle;
+      const state = current.state;
+      const followed = await act('follow idle', sandbox, async () => {
+        await followBackendIdle(deps.store, sandbox, idle, state, now);
+      });
+      if (followed) report.stopped++;
+    } else if (
       current?.state === 'stopped' &&
       (sandbox.status === 'running' || sandbox.status === 'paused')
     ) {
@@ -257,4 +273,11 @@ async function allLiveOnPool(store: Store, pool: string): Promise<Map<string, Sa
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined);
   return live;
+}
+
+/** Whether the sandbox had gone its idle period without a call: what a backend's idle timer acts on. */
+async function idleOnBackend(store: Store, sandbox: SandboxRecord, idle: SandboxIdle, now: Date) {
+  const last =
+    (await store.lastActivity(sandbox.orgId, sandbox.id)) ?? idle.runningSince ?? sandbox.updatedAt;
+  return secondsUntilIdle(idle, last, now) === null;
 }

@@ -64,6 +64,11 @@ export const sandboxIdleSchema = z.object({
   idledAt: z.string().nullable(),
   /** When its current stretch of running began: the idle checks of an earlier stretch are void. */
   runningSince: z.string().nullable().default(null),
+  /**
+   * Who pauses or stops it: the backend's own idle timer (Daytona auto-stop, Lambda MicroVMs' idle
+   * policy), followed by the control plane, or the control plane's checks.
+   */
+  enforcedBy: z.enum(['control-plane', 'backend']).default('control-plane'),
 });
 export type SandboxIdle = z.infer<typeof sandboxIdleSchema>;
 

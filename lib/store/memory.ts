@@ -455,10 +455,12 @@ export class MemoryStore implements Store {
     return structuredClone(next);
   }
 
-  async touchSandbox(orgId: string, id: string, at: string): Promise<void> {
+  async touchSandbox(orgId: string, id: string, at: string): Promise<string | undefined> {
     const key = `${orgId}/${id}`;
     const last = this.#activity.get(key);
-    if (last === undefined || last < at) this.#activity.set(key, at);
+    if (last !== undefined && last >= at) return at;
+    this.#activity.set(key, at);
+    return last;
   }
 
   async lastActivity(orgId: string, id: string): Promise<string | undefined> {

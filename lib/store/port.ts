@@ -209,9 +209,11 @@ export interface Store {
 
   /**
    * Records a call on a sandbox (exec, files, ports) for its idle policy, apart from its record: no
-   * version moves, so a call never conflicts with a lifecycle write. Times only move forward.
+   * version moves, so a call never conflicts with a lifecycle write. Times only move forward. Answers the
+   * activity recorded before it (none for the first call; `at` itself when a later call was recorded
+   * first), so a call can tell from the same write whether the sandbox had been idle.
    */
-  touchSandbox(orgId: string, id: string, at: string): Promise<void>;
+  touchSandbox(orgId: string, id: string, at: string): Promise<string | undefined>;
   /** The last call recorded by touchSandbox, if any. */
   lastActivity(orgId: string, id: string): Promise<string | undefined>;
 

@@ -8,7 +8,9 @@ import { FakeProvider, formDataOf, parseJson, sendJson } from './fake-http.ts';
  * name lookups, 200 (not 201/202) on create with the pre-wait state, 400 for wrong-state actions and 409
  * while a transition is in flight, NestJS error bodies on the API and daemon bodies on the toolbox,
  * `/process/execute` with stdout and stderr merged and 408 on timeout, the toolbox file routes of the
- * published toolbox client (upload-v2, download, list, and the SDK's bulk upload and multipart download).
+ * published toolbox client (upload-v2, download, list, and the SDK's bulk upload and multipart download),
+ * and the auto-stop timer: `autoStopInterval` minutes (15 when left out, 0 never) after the last API,
+ * toolbox or `last-activity` call a started sandbox is stopped, measured on the fake's clock (`now`).
  */
 interface FakeSandbox {
   id: string;
@@ -21,6 +23,9 @@ interface FakeSandbox {
   snapshot: string;
   createdAt: number;
   errorReason?: string;
+  /** Minutes; 0 never. */
+  autoStopInterval: number;
+  lastActivityAt: number;
 }
 
 export class DaytonaFake extends FakeProvider {
@@ -39,10 +44,24 @@ export class DaytonaFake extends FakeProvider {
     down: false,
   };
   readonly #apiKey: string | undefined;
+  readonly #now: () => number;
 
-  constructor(options: { apiKey?: string } = {}) {
+  constructor(options: { apiKey?: string; now?: () => number } = {}) {
     super();
     this.#apiKey = options.apiKey;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Daytona's auto-stop: a started sandbox idle for its interval is stopped (checked as each call arrives). */
+  #autoStop(): void {
+    const now = this.#now();
+    for (const s of this.sandboxes.values()) {
+      const idleFor = now - s.lastActivityAt;
+      if (s.state === 'started' && s.desiredState === 'started' && s.autoStopInterval > 0) {
+        if (idleFor >= s.autoStopInterval * 60_000)
+          Object.assign(s, { state: 'stopped', desiredState: 'stopped' });
+      }
+    }
   }
 
   protected internalError(res: ServerResponse, error: unknown): void {
@@ -104,6 +123,8 @@ export class DaytonaFake extends FakeProvider {
       disk: 3,
       sandboxClass: 'container',
       toolboxProxyUrl: `${this.url}/toolbox`,
+      autoStopInterval: s.autoStopInterval,
+      lastActivityAt: new Date(s.lastActivityAt).toISOString(),
       ...(s.errorReason !== undefined && { errorReason: s.errorReason }),
     };
   }
@@ -114,6 +135,7 @@ export class DaytonaFake extends FakeProvider {
       return this.#apiError(res, 401, 'Invalid API key', url.pathname);
     }
     if (this.faults.down) return this.#apiError(res, 503, 'Service Unavailable', url.pathname);
+    this.#autoStop();
     if (url.pathname.startsWith('/toolbox/')) return this.#toolbox(req, url, body, res);
     const parts = url.pathname
       .replace(/^\/api\//, '')
@@ -155,13 +177,20 @@ export class DaytonaFake extends FakeProvider {
       start: { from: ['stopped', 'archived', 'paused'], via: 'starting', to: 'started' },
       stop: { from: ['started'], via: 'stopping', to: 'stopped' },
     };
+    if (action === 'last-activity' && method === 'POST') {
+      s.lastActivityAt = this.#now();
+      // NestJS's default for a POST: 201, not the spec's 200.
+      res.writeHead(201).end();
+      return;
+    }
     const move = action === undefined ? undefined : transitions[action];
     if (move !== undefined && method === 'POST') {
       if (s.state !== s.desiredState)
         return this.#apiError(res, 409, 'Sandbox state change in progress', url.pathname);
       if (!move.from.includes(s.state))
         return this.#apiError(res, 400, `Sandbox is not in valid state (${s.state})`, url.pathname);
-      Object.assign(s, { state: move.via, desiredState: move.to, pollsLeft: 1 });
+      // A lifecycle change resets the idle timer.
+      Object.assign(s, { state: move.via, desiredState: move.to, pollsLeft: 1, lastActivityAt: this.#now() });
       return sendJson(res, 200, this.#view(s));
     }
     if (action === 'pause' && method === 'POST')
@@ -227,6 +256,8 @@ export class DaytonaFake extends FakeProvider {
       env: (b.env ?? {}) as Record<string, string>,
       snapshot,
       createdAt: Date.now(),
+      autoStopInterval: typeof b.autoStopInterval === 'number' ? b.autoStopInterval : 15,
+      lastActivityAt: this.#now(),
     };
     if (this.faults.nextSandboxErrors) {
       this.faults.nextSandboxErrors = false;
@@ -281,6 +312,8 @@ export class DaytonaFake extends FakeProvider {
     if (s === undefined) return this.#toolboxError(res, 404, 'NOT_FOUND', 'sandbox not found', path, method);
     if (s.state !== 'started')
       return this.#toolboxError(res, 409, 'CONFLICT', `sandbox is ${s.state}`, path, method);
+    // Toolbox calls reset the idle timer (the processes they start do not).
+    s.lastActivityAt = this.#now();
     if (path === '/process/execute' && method === 'POST') {
       const b = (parseJson(body) ?? {}) as {
         command?: string;

@@ -193,6 +193,8 @@ export class LambdaMicrovmsFake {
   async idleSuspend(microvmId: string): Promise<void> {
     const vm = this.vms.get(microvmId);
     if (vm?.state !== 'RUNNING') throw new Error(`MicroVM ${microvmId} is not running`);
+    // Only a VM run with an idle policy has an idle timer.
+    if (vm.idlePolicy === undefined) throw new Error(`MicroVM ${microvmId} has no idle policy`);
     this.#suspend(vm);
     while ((vm.state as State) === 'SUSPENDING') await new Promise((r) => setTimeout(r, 5));
   }

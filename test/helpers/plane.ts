@@ -1,5 +1,6 @@
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { buildPools } from '../../adapters/registry.ts';
+import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
@@ -32,16 +33,27 @@ export async function testPlane(
     now?: () => Date;
     /** Prices of the `first` pool (lib/budgets/prices.ts). */
     prices?: Record<string, unknown>;
+    /** More pools after the two fakes: each pool's config entry and the adapter it runs on. */
+    pools?: { spec: { name: string } & Record<string, unknown>; adapter: ExecutionAdapter }[];
   } = {},
 ) {
-  const adapters = { first: new FakeAdapter(), second: new FakeAdapter() };
+  const adapters: Record<string, ExecutionAdapter> & { first: FakeAdapter; second: FakeAdapter } = {
+    first: new FakeAdapter(),
+    second: new FakeAdapter(),
+  };
+  for (const extra of overrides.pools ?? []) adapters[extra.spec.name] = extra.adapter;
   const config = parseConfig({
     devMode: true,
     pools: [
       { name: 'first', adapter: 'fake', ...(overrides.prices !== undefined && { prices: overrides.prices }) },
       { name: 'second', adapter: 'fake' },
+      ...(overrides.pools ?? []).map((extra) => extra.spec),
     ],
     scheduler: { maxAttempts: overrides.maxAttempts ?? 3 },
+    // External pools among the extra ones may receive work (the placement policy is not under test).
+    ...(overrides.pools !== undefined && {
+      policy: { allowExternal: true, externalPools: overrides.pools.map((extra) => extra.spec.name) },
+    }),
     ...(overrides.operationWaitSeconds !== undefined && {
       api: { operationWaitSeconds: overrides.operationWaitSeconds },
     }),

@@ -7,7 +7,7 @@ import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { storeConformance } from './store-conformance.ts';
-import { budgetConformance, webhookConformance } from './tenant-policy-conformance.ts';
+import { activityConformance, budgetConformance, webhookConformance } from './tenant-policy-conformance.ts';
 
 let lastMemory: MemoryStore | undefined;
 
@@ -38,6 +38,7 @@ storeConformance('memory', {
 
 budgetConformance('memory', { create: async () => new MemoryStore() });
 webhookConformance('memory', { create: async () => new MemoryStore() });
+activityConformance('memory', { create: async () => new MemoryStore() });
 
 const base = localDynamoDbClient(inject('dynamodbEndpoint'));
 const doc = documentClient(base);
@@ -82,6 +83,7 @@ const freshTable = {
   },
 };
 webhookConformance('dynamodb', freshTable);
+activityConformance('dynamodb', freshTable);
 
 budgetConformance('dynamodb', {
   async create() {

@@ -255,6 +255,37 @@ export function budgetConformance(name: string, subject: BudgetStoreUnderTest): 
 }
 
 /** Webhook endpoints on every Store: the per-org bound exact under races, rotation conditional. */
+/** Idle policy on every Store: a call's activity is kept apart from the record and only moves forward. */
+export function activityConformance(name: string, subject: BudgetStoreUnderTest): void {
+  describe(`Activity conformance: ${name}`, () => {
+    it('each touch answers the activity before it; an older touch moves nothing and answers its own time', async () => {
+      const store = await subject.create();
+      const org = await newOrg(store, null);
+      const record = await queued(store, org.id);
+      const t = (seconds: number) => at(seconds).toISOString();
+      expect(await store.lastActivity(org.id, record.id)).toBeUndefined();
+      expect(await store.touchSandbox(org.id, record.id, t(10))).toBeUndefined();
+      expect(await store.touchSandbox(org.id, record.id, t(70))).toBe(t(10));
+      // Recorded late (a slow call that began earlier): the later time stays.
+      expect(await store.touchSandbox(org.id, record.id, t(40))).toBe(t(40));
+      expect(await store.lastActivity(org.id, record.id)).toBe(t(70));
+      // The record itself never moves: no version, no conflict with a lifecycle write.
+      expect((await store.getSandbox(org.id, record.id))?.version).toBe(record.version);
+      const other = await queued(store, org.id);
+      expect(await store.lastActivity(org.id, other.id)).toBeUndefined();
+    });
+
+    it('concurrent touches keep the latest time', async () => {
+      const store = await subject.create();
+      const org = await newOrg(store, null);
+      const record = await queued(store, org.id);
+      const times = Array.from({ length: 20 }, (_, i) => at(i).toISOString());
+      await Promise.all([...times].reverse().map((time) => store.touchSandbox(org.id, record.id, time)));
+      expect(await store.lastActivity(org.id, record.id)).toBe(times.at(-1));
+    });
+  });
+}
+
 export function webhookConformance(name: string, subject: BudgetStoreUnderTest): void {
   describe(`Webhook conformance: ${name}`, () => {
     const endpoint = (orgId: string, secret = 'whsec_a'): WebhookRecord => ({

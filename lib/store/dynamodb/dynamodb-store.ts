@@ -1030,9 +1030,9 @@ export class DynamoDbStore implements Store {
     return org.quota;
   }
 
-  async touchSandbox(orgId: string, id: string, at: string): Promise<void> {
+  async touchSandbox(orgId: string, id: string, at: string): Promise<string | undefined> {
     try {
-      await this.#t.call((doc) =>
+      const answer = await this.#t.call((doc) =>
         doc.send(
           new UpdateCommand({
             TableName: this.#table,
@@ -1041,12 +1041,16 @@ export class DynamoDbStore implements Store {
             ConditionExpression: 'attribute_not_exists(#at) OR #at < :at',
             ExpressionAttributeNames: { '#at': 'at' },
             ExpressionAttributeValues: { ':at': at },
+            ReturnValues: 'UPDATED_OLD',
           }),
         ),
       );
+      const before = answer.Attributes?.at;
+      return typeof before === 'string' ? before : undefined;
     } catch (error) {
-      // A later call was recorded first: times only move forward.
+      // A later call was recorded first: times only move forward, and the sandbox was in use.
       if (!isConditionFailed(error)) throw error;
+      return at;
     }
   }
 
