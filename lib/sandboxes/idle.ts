@@ -83,9 +83,40 @@ export function secondsUntilIdle(idle: SandboxIdle, lastActivity: string, now: D
   return left <= 0 ? null : left;
 }
 
+/**
+ * Whether the sandbox went its whole period without a call: since `lastActivity`, else since its current
+ * stretch of running began. What a backend's own idle timer acts on.
+ */
+export function wentIdle(
+  record: SandboxRecord,
+  idle: SandboxIdle,
+  lastActivity: string | undefined,
+  now: Date,
+): boolean {
+  return secondsUntilIdle(idle, lastActivity ?? idle.runningSince ?? record.updatedAt, now) === null;
+}
+
 /** Whether a call on a sandbox in this state should resume it first: it was paused or stopped for idleness. */
 export function idledAwaitingAccess(record: { status: string; idle: SandboxIdle | null }): boolean {
   return (record.status === 'paused' || record.status === 'stopped') && record.idle?.idledAt != null;
+}
+
+/**
+ * Reads the instance of a sandbox whose backend keeps its idle policy and, when the backend paused or
+ * stopped it, moves the record to follow (followBackendIdle). `undefined`: still running there. A lost race
+ * with another writer following it first is the store's `conflict`, for the caller to settle.
+ */
+export async function followBackendIdleOf(
+  store: Store,
+  adapter: ExecutionAdapter,
+  record: SandboxRecord,
+  idle: SandboxIdle,
+  backendRef: string,
+  now: Date,
+): Promise<SandboxRecord | undefined> {
+  const { state } = await adapter.get(backendRef);
+  if (state !== 'paused' && state !== 'stopped') return undefined;
+  return followBackendIdle(store, record, idle, state, now);
 }
 
 /**

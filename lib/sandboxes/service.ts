@@ -32,7 +32,7 @@ import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
-import { followBackendIdle, idledAwaitingAccess, secondsUntilIdle } from './idle.ts';
+import { followBackendIdleOf, idledAwaitingAccess, wentIdle } from './idle.ts';
 import { isTerminal, requireRunning } from './state.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
 
@@ -365,7 +365,7 @@ export class SandboxService {
     if (
       idle.enforcedBy === 'backend' &&
       current.status === 'running' &&
-      secondsUntilIdle(idle, before ?? idle.runningSince ?? current.updatedAt, now) === null
+      wentIdle(current, idle, before, now)
     ) {
       // Idle long enough for the backend's own timer: it may have paused or stopped the instance before
       // the control plane's check saw it. Follow it now, so this call resumes it instead of failing.
@@ -406,10 +406,11 @@ export class SandboxService {
     now: Date,
   ): Promise<SandboxRecord> {
     if (record.backendRef === null || record.pool === null) return record;
-    const state = (await this.#deps.pools.adapterOf(record.pool).get(record.backendRef)).state;
-    if (state !== 'paused' && state !== 'stopped') return record;
+    const adapter = this.#deps.pools.adapterOf(record.pool);
     try {
-      return await followBackendIdle(this.#deps.store, record, idle, state, now);
+      return (
+        (await followBackendIdleOf(this.#deps.store, adapter, record, idle, record.backendRef, now)) ?? record
+      );
     } catch (error) {
       // The idle check or another call recorded it first.
       if (!isApiError(error) || error.code !== 'conflict') throw error;

@@ -1,11 +1,11 @@
-import type { ExecutionAdapter, InstanceState } from '../adapter/port.ts';
+import type { ExecutionAdapter } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
 import {
-  followBackendIdle,
+  followBackendIdleOf,
   idleActionOnPool,
   maxCheckDelaySeconds,
   secondsUntilIdle,
@@ -124,19 +124,13 @@ async function checkBackendIdle(
   adapter: ExecutionAdapter,
   now: Date,
 ): Promise<WorkOutcome> {
-  let state: InstanceState;
   try {
-    state = (await adapter.get(backendRef)).state;
+    if (await followBackendIdleOf(deps.store, adapter, record, idle, backendRef, now)) return done;
   } catch (error) {
-    // Gone: the reconciler fails the sandbox. Anything else: SQS delivers the check again.
-    if (isApiError(error) && error.code === 'not_found') return done;
+    // Gone: the reconciler fails the sandbox. Followed first by a call: nothing left to do. Anything
+    // else: SQS delivers the check again.
+    if (isApiError(error) && (error.code === 'not_found' || error.code === 'conflict')) return done;
     throw error;
-  }
-  if (state === 'paused' || state === 'stopped') {
-    await followBackendIdle(deps.store, record, idle, state, now).catch((error: unknown) => {
-      if (!isApiError(error) || error.code !== 'conflict') throw error;
-    });
-    return done;
   }
   await sendCheck(deps.queue, record, Math.min(60, idle.afterSeconds));
   return done;

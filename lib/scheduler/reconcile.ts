@@ -6,10 +6,9 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import { followBackendIdle, secondsUntilIdle } from '../sandboxes/idle.ts';
+import { followBackendIdle, wentIdle } from '../sandboxes/idle.ts';
 import { isSettledWithInstance, isTerminal } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
-import type { SandboxIdle } from '../schemas/sandboxes.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 
@@ -236,7 +235,7 @@ async function reconcilePool(
       (current?.state === 'stopped' || current?.state === 'paused') &&
       sandbox.status === 'running' &&
       sandbox.idle?.enforcedBy === 'backend' &&
-      (await idleOnBackend(deps.store, sandbox, sandbox.idle, now))
+      wentIdle(sandbox, sandbox.idle, await deps.store.lastActivity(sandbox.orgId, sandbox.id), now)
     ) {
       // The backend's own idle timer paused or stopped it: followed as idleness, resumed on the next call.
       const idle = sandbox.idle;
@@ -273,11 +272,4 @@ async function allLiveOnPool(store: Store, pool: string): Promise<Map<string, Sa
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined);
   return live;
-}
-
-/** Whether the sandbox had gone its idle period without a call: what a backend's idle timer acts on. */
-async function idleOnBackend(store: Store, sandbox: SandboxRecord, idle: SandboxIdle, now: Date) {
-  const last =
-    (await store.lastActivity(sandbox.orgId, sandbox.id)) ?? idle.runningSince ?? sandbox.updatedAt;
-  return secondsUntilIdle(idle, last, now) === null;
 }
