@@ -59,7 +59,8 @@ export async function testPlane(
     }),
   });
   const queue = new RecordingQueue();
-  const store = new MemoryStore();
+  // The store keeps the plane's clock: idempotency windows and audit times are read against it.
+  const store = new MemoryStore(overrides.now !== undefined ? { now: overrides.now } : {});
   const plane: ControlPlane = createControlPlane({
     config,
     store,
