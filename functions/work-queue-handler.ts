@@ -2,8 +2,8 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { describeError, type Log } from '../lib/log.ts';
+import type { WorkOutcome } from '../lib/queue/outcome.ts';
 import { type QueueName, type WorkMessage, type WorkQueue, workMessageSchema } from '../lib/queue/port.ts';
-import type { WorkOutcome } from '../lib/scheduler/outcome.ts';
 
 export type Work = (message: WorkMessage, receiveCount: number) => Promise<WorkOutcome>;
 

@@ -1,5 +1,3 @@
-import type { Config } from './config.ts';
-import { queueSettings } from './scheduler/backoff.ts';
 import type { ErrorEnvelope } from './schemas/common.ts';
 
 /**
@@ -17,37 +15,6 @@ export const awsLimits = {
   /** Lambda refuses a buffered (synchronous) response payload larger than this; API Gateway answers 502. */
   maxBufferedResponseBytes: 6 * 1024 * 1024,
 } as const;
-
-export type FunctionName =
-  | 'api'
-  | 'apiStream'
-  | 'provision'
-  | 'terminate'
-  | 'operations'
-  | 'webhooks'
-  | 'sweep'
-  | 'reconcile'
-  | 'poolRefresh';
-
-/**
- * Each function's timeout, in seconds. The api function outlives API Gateway's 29 s by a second so the
- * gateway, not Lambda, ends a slow request; the workers' come from their queues' settings.
- */
-export function functionTimeouts(config: Config): Record<FunctionName, number> {
-  const queues = queueSettings(config);
-  return {
-    api: awsLimits.apiIntegrationTimeoutSeconds + 1,
-    apiStream: awsLimits.apiStreamIntegrationTimeoutSeconds,
-    provision: queues.provision.workerTimeoutSeconds,
-    terminate: queues.terminate.workerTimeoutSeconds,
-    operations: queues.operations.workerTimeoutSeconds,
-    webhooks: queues.webhooks.workerTimeoutSeconds,
-    sweep: 300,
-    reconcile: 300,
-    // Probes run in parallel, each bounded by its own timeout: a minute is ample.
-    poolRefresh: 60,
-  };
-}
 
 /**
  * What API Gateway answers when it, not the function, ends a request. The stack configures these as

@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type * as z from 'zod';
-import type { BudgetView } from '../lib/budgets/ledger.ts';
-import type { WebhookView } from '../lib/webhooks/schemas.ts';
+import type { BudgetView } from '../lib/schemas/tenancy.ts';
+import type { WebhookView } from '../lib/schemas/webhooks.ts';
 
 /** A receiver checks a delivery with this: its secret, the signature header, the raw body. */
 export { verifyDelivery as verifyWebhookSignature } from '../lib/webhooks/signature.ts';
 export type { BudgetView, WebhookView };
 
-import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
-import { transitionalStatuses as transitional } from '../lib/sandboxes/state.ts';
-import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
-import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
-import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
-import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
 import type {
   createPoolSchema,
   PoolDetail,
@@ -20,7 +14,13 @@ import type {
   templateViewSchema,
   trustReportSchema,
   updatePoolSchema,
-} from '../lib/schemas/pools.ts';
+} from '../lib/pools/admin-schemas.ts';
+import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
+import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
+import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
+import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
+import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
+import { transitionalStatuses as transitional } from '../lib/schemas/sandbox-status.ts';
 import type {
   CreateSandboxRequest,
   ExecRequest,

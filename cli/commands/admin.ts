@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type * as z from 'zod';
 import { formatIssues } from '../../lib/config.ts';
-import { createPoolSchema, updatePoolSchema } from '../../lib/schemas/pools.ts';
+import { createPoolSchema, updatePoolSchema } from '../../lib/pools/admin-schemas.ts';
 import type { PoolDetail } from '../../sdk/index.ts';
 import { type Command, table, UsageError } from '../context.ts';
 

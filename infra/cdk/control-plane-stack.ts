@@ -6,7 +6,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { env } from '../../functions/environment.ts';
 import type { Config } from '../../lib/config.ts';
-import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
+import { type FunctionName, functionTimeouts } from '../../lib/function-timeouts.ts';
 import { referencedSecretArns, runtimePoolSecretPrefix } from '../../lib/pools/credentials.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';

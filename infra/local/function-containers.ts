@@ -24,7 +24,7 @@ export interface FunctionContainersOptions<H> {
    * clients), as the function's wiring does on Lambda.
    */
   coldStart: () => Promise<H>;
-  /** The function's timeout (functionTimeouts in lib/limits.ts). */
+  /** The function's timeout (functionTimeouts in lib/function-timeouts.ts). */
   timeoutSeconds: number;
   log: Log;
 }

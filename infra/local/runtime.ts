@@ -32,7 +32,7 @@ import {
   type LifecycleEvent,
   publishLifecycleEvents,
 } from '../../lib/events/port.ts';
-import { type FunctionName, functionTimeouts } from '../../lib/limits.ts';
+import { type FunctionName, functionTimeouts } from '../../lib/function-timeouts.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
 import { type QueueName, queueNames, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import type { SandboxStatus } from '../sandboxes/state.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import { maxRate, type SandboxRates, sandboxRatesSchema } from './prices.ts';
 
 /**

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { errors } from '../errors.ts';
+import type { BudgetView } from '../schemas/tenancy.ts';
 import { fromMicros, maxBudget, toMicros } from './prices.ts';
 
 /** PUT /v1/admin/orgs/{id}/budget and /v1/admin/orgs/{id}/projects/{projectId}/budget. */
@@ -50,18 +51,6 @@ export function budgetExceeded(over: {
     },
   );
 }
-
-/** The budget view of GET /v1/usage and the admin views, in currency units. */
-export const budgetViewSchema = z.object({
-  month: z.string(),
-  /** Null: no budget, nothing is refused for cost. */
-  monthly: z.number().nullable(),
-  spent: z.number(),
-  reserved: z.number(),
-  /** Null without a budget; never below zero. */
-  left: z.number().nullable(),
-});
-export type BudgetView = z.infer<typeof budgetViewSchema>;
 
 export function budgetView(month: string, limit: number | null, ledger: Ledger): BudgetView {
   return {

@@ -2,8 +2,8 @@ import type * as z from 'zod';
 import { errors, toErrorResponse } from '../errors.ts';
 import type { SandboxOperations } from '../sandboxes/operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
-import { isTerminal } from '../sandboxes/state.ts';
 import { labelsSchema } from '../schemas/common.ts';
+import { isTerminal } from '../schemas/sandbox-status.ts';
 import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
 import {

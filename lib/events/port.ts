@@ -1,6 +1,6 @@
 import type { AuditEvent } from '../audit/chain.ts';
-import { sandboxStatuses } from '../sandboxes/state.ts';
-import { type EventCause, eventCauses } from '../webhooks/schemas.ts';
+import { sandboxStatuses } from '../schemas/sandbox-status.ts';
+import { type EventCause, eventCauses } from '../schemas/webhooks.ts';
 
 /** One lifecycle event, published as detail-type `differently.sandbox.<status>` on the event bus. */
 export interface LifecycleEvent {

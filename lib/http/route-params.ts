@@ -1,5 +1,4 @@
 import * as z from 'zod';
-import { errors } from '../errors.ts';
 import { idPattern, isId } from '../ids.ts';
 import type { WantedAlong } from '../tenancy/auth.ts';
 
@@ -16,16 +15,4 @@ export const sandboxParams = z.strictObject({
 export function sandboxAlong(raw: Record<string, string>): WantedAlong {
   const id = raw.id;
   return id !== undefined && isId('sandbox', id) ? { sandboxId: id } : {};
-}
-
-/** `team=a,tier=gold` -> { team: 'a', tier: 'gold' } */
-export function parseLabelFilter(filter: string | undefined): Record<string, string> | undefined {
-  if (filter === undefined) return undefined;
-  const labels: Record<string, string> = {};
-  for (const pair of filter.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw errors.invalidRequest(`label filter ${pair} is not key=value`, { field: 'label' });
-    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return labels;
 }

@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import type { StreamWrite } from '../sandboxes/exec-stream.ts';
 import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgPrincipal, Principal, WantedAlong } from '../tenancy/auth.ts';
 
@@ -25,12 +26,6 @@ export interface HttpResponse {
    */
   stream?: (write: StreamWrite) => Promise<void>;
 }
-
-/**
- * Writes a chunk of a streamed body (text, or bytes for binary framing such as Connect's envelopes); a
- * returned promise means "wait: the client has not read enough".
- */
-export type StreamWrite = (chunk: string | Buffer) => void | Promise<void>;
 
 export type AuthRequirement = 'none' | 'admin' | 'org';
 

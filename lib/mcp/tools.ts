@@ -3,13 +3,13 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { ApiError, isErrorCode, toErrorResponse } from '../errors.ts';
-import { parseLabelFilter } from '../http/route-params.ts';
 import { idPattern } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
+import { parseLabelFilter } from '../sandboxes/label-filter.ts';
 import type { SandboxOperations } from '../sandboxes/operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
-import { isTerminal } from '../sandboxes/state.ts';
 import { pathQuerySchema, portRequestSchema, snapshotRequestSchema } from '../schemas/operations.ts';
+import { isTerminal } from '../schemas/sandbox-status.ts';
 import {
   createSandboxSchema,
   type ExecResult,

@@ -2,9 +2,9 @@ import type * as z from 'zod';
 import { freePrices } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { errors } from '../errors.ts';
-import type { createPoolSchema, PoolDetail, updatePoolSchema } from '../schemas/pools.ts';
 import type { Store } from '../store/port.ts';
 import type { PlacementPolicy, PoolRecord } from '../store/records.ts';
+import type { createPoolSchema, PoolDetail, updatePoolSchema } from './admin-schemas.ts';
 import type { Pool, PoolRegistry, PoolSpec } from './registry.ts';
 
 export interface PoolAdminDeps {

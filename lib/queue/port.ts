@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { lifecycleActions } from '../schemas/operations.ts';
-import { webhookDeliverySchema } from '../webhooks/schemas.ts';
+import { webhookDeliverySchema } from '../schemas/webhooks.ts';
 
 export const queueNames = ['provision', 'terminate', 'operations', 'webhooks'] as const;
 export type QueueName = (typeof queueNames)[number];

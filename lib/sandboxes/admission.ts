@@ -6,6 +6,7 @@ import { errors } from '../errors.ts';
 import { type PlacementRequest, type PoolState, place } from '../placement/policy.ts';
 import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
+import { neverFits } from '../quotas/usage.ts';
 import {
   type CreateSandboxRequest,
   defaultTtlSeconds,
@@ -16,7 +17,6 @@ import {
 import type { ReadAlongResult, Store } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
-import { neverFits } from '../tenancy/quota.ts';
 import { resolveIdlePolicy } from './idle.ts';
 
 export interface AdmissionDeps {

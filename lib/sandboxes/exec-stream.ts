@@ -1,12 +1,17 @@
 import { isStreamer } from '../adapter/port.ts';
 import { errors, toErrorResponse } from '../errors.ts';
-import type { StreamWrite } from '../http/types.ts';
 import { describeError } from '../log.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
 import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
-import { requireRunning } from './state.ts';
+import { requireRunning } from './status-guards.ts';
+
+/**
+ * Writes a chunk of a streamed body (text, or bytes for binary framing such as Connect's envelopes); a
+ * returned promise means "wait: the client has not read enough".
+ */
+export type StreamWrite = (chunk: string | Buffer) => void | Promise<void>;
 
 /** API Gateway's streamed responses last at most 15 minutes; the command must end within them. */
 export const maxStreamSeconds = 14 * 60;

@@ -10,16 +10,16 @@ import { actors } from '../audit/chain.ts';
 import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
-import { requestLifecycle } from '../scheduler/lifecycle-request.ts';
-import { lifecycleMoves, snapshotableStatuses } from '../scheduler/operations.ts';
 import type { LifecycleAction } from '../schemas/operations.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
 import type { Page, PageRequest } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { lifecycleMoves, snapshotableStatuses } from './lifecycle-moves.ts';
+import { requestLifecycle } from './lifecycle-request.ts';
 import { retryOnConflict, type SandboxService, type SandboxServiceDeps, waitWhile } from './service.ts';
-import type { SandboxStatus } from './state.ts';
 import { sandboxView } from './transition.ts';
 
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */

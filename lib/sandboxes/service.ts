@@ -8,9 +8,8 @@ import { newId } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import { requestLifecycle } from '../scheduler/lifecycle-request.ts';
-import { wakeWaiters } from '../scheduler/wake.ts';
 import { reservedLabelPrefix } from '../schemas/common.ts';
+import { isTerminal } from '../schemas/sandbox-status.ts';
 import {
   type CreateSandboxRequest,
   defaultTtlSeconds,
@@ -33,8 +32,10 @@ import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
 import { followBackendIdleOf, idledAwaitingAccess, wentIdle } from './idle.ts';
-import { isTerminal, requireRunning } from './state.ts';
+import { requestLifecycle } from './lifecycle-request.ts';
+import { requireRunning } from './status-guards.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
+import { wakeWaiters } from './wake-waiters.ts';
 
 /** Runs a read-modify-write again (up to 3 times) when the store reports another writer got there first. */
 export async function retryOnConflict<T>(work: () => Promise<T>, attempts = 3): Promise<T> {

@@ -1,8 +1,9 @@
 import { billingAfterMove } from '../budgets/billing.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { assertTransition, type SandboxStatus } from './state.ts';
+import { assertTransition } from './status-guards.ts';
 
 export interface TransitionOptions {
   now: Date;

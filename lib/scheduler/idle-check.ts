@@ -3,6 +3,7 @@ import { actors } from '../audit/chain.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
+import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
 import {
   followBackendIdleOf,
@@ -10,11 +11,10 @@ import {
   maxCheckDelaySeconds,
   secondsUntilIdle,
 } from '../sandboxes/idle.ts';
+import { requestLifecycle } from '../sandboxes/lifecycle-request.ts';
 import type { SandboxIdle } from '../schemas/sandboxes.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { requestLifecycle } from './lifecycle-request.ts';
-import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 
 export interface IdleCheckDeps {
   store: Store;

@@ -1,50 +1,20 @@
-import {
-  type ExecutionAdapter,
-  type Feature,
-  isLifecycle,
-  isPauser,
-  isSnapshotter,
-} from '../adapter/port.ts';
+import { type ExecutionAdapter, isLifecycle, isPauser, isSnapshotter } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { type ApiError, errors, isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
+import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
-import type { SandboxStatus, TransitionalStatus } from '../sandboxes/state.ts';
-import { settledWithInstance } from '../sandboxes/state.ts';
+import { actionOf, lifecycleMoves, snapshotableStatuses } from '../sandboxes/lifecycle-moves.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
+import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/operations.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import { provisionBackoffSeconds } from './backoff.ts';
 import { checkIdle, startIdleClock } from './idle-check.ts';
-import { done, retryAfter, type WorkOutcome } from './outcome.ts';
-import { wakeWaiters } from './wake.ts';
-
-/**
- * Each lifecycle call: the status it starts from, the transitional status the record takes before the
- * backend is called, and the status it ends in.
- */
-export const lifecycleMoves: Record<
-  LifecycleAction,
-  { from: SandboxStatus; pending: TransitionalStatus; to: SandboxStatus; feature: Feature }
-> = {
-  stop: { from: 'running', pending: 'stopping', to: 'stopped', feature: 'lifecycle.stop-start' },
-  start: { from: 'stopped', pending: 'starting', to: 'running', feature: 'lifecycle.stop-start' },
-  pause: { from: 'running', pending: 'pausing', to: 'paused', feature: 'lifecycle.pause-resume' },
-  resume: { from: 'paused', pending: 'resuming', to: 'running', feature: 'lifecycle.pause-resume' },
-};
-
-/** The lifecycle call a transitional status belongs to. */
-export function actionOf(status: SandboxStatus): LifecycleAction | undefined {
-  return (Object.keys(lifecycleMoves) as LifecycleAction[]).find(
-    (action) => lifecycleMoves[action].pending === status,
-  );
-}
-
-/** Sandbox statuses a snapshot may be taken in. */
-export const snapshotableStatuses: readonly SandboxStatus[] = settledWithInstance;
 
 export interface OperationsDeps {
   store: Store;

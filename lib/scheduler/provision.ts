@@ -7,17 +7,17 @@ import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { rankPools } from '../placement/rank.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
+import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
+import { neverFits } from '../quotas/usage.ts';
 import { idleKeptByBackend } from '../sandboxes/idle.ts';
-import type { WaitReason } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
+import type { WaitReason } from '../schemas/sandbox-status.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { neverFits } from '../tenancy/quota.ts';
 import { provisionBackoffSeconds, waitSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
 import { startIdleClock } from './idle-check.ts';
-import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 
 export interface ProvisionDeps {
   store: Store;

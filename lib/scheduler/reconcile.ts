@@ -7,8 +7,8 @@ import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import { followBackendIdle, wentIdle } from '../sandboxes/idle.ts';
-import { isSettledWithInstance, isTerminal } from '../sandboxes/state.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
+import { isSettledWithInstance, isTerminal } from '../schemas/sandbox-status.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 

@@ -3,12 +3,13 @@ import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { type DeadLetterSource, type QueueName, type WorkQueue, workMessageSchema } from '../queue/port.ts';
-import { type SandboxStatus, settledWithInstance, transitionalStatuses } from '../sandboxes/state.ts';
+import { actionOf } from '../sandboxes/lifecycle-moves.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
+import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
+import { type SandboxStatus, settledWithInstance, transitionalStatuses } from '../schemas/sandbox-status.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { abandonOperation, actionOf } from './operations.ts';
-import { wakeWaiters } from './wake.ts';
+import { abandonOperation } from './operations.ts';
 
 export interface SweepDeps {
   store: Store;

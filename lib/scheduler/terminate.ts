@@ -3,12 +3,12 @@ import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
+import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage } from '../queue/port.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { Store } from '../store/port.ts';
 import { terminateBackoffSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
-import { done, retryAfter, type WorkOutcome } from './outcome.ts';
 
 export interface TerminateDeps {
   store: Store;

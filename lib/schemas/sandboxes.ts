@@ -1,7 +1,7 @@
 import * as z from 'zod';
-import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import { sandboxOperationSchema } from './operations.ts';
+import { sandboxStatuses, waitReasons } from './sandbox-status.ts';
 
 /** CPU is reserved in quarters: every sum of quarters is exact in floating point, so quotas never drift. */
 export const cpuStep = 0.25;

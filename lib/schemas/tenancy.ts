@@ -1,7 +1,18 @@
 import * as z from 'zod';
-import { budgetViewSchema } from '../budgets/ledger.ts';
 import { idPattern } from '../ids.ts';
 import { cpuStep, idlePolicySchema } from './sandboxes.ts';
+
+/** The budget view of GET /v1/usage and the admin views, in currency units. */
+export const budgetViewSchema = z.object({
+  month: z.string(),
+  /** Null: no budget, nothing is refused for cost. */
+  monthly: z.number().nullable(),
+  spent: z.number(),
+  reserved: z.number(),
+  /** Null without a budget; never below zero. */
+  left: z.number().nullable(),
+});
+export type BudgetView = z.infer<typeof budgetViewSchema>;
 
 const quotaFields = {
   // In the sandboxes' own steps: every quota is then a sum of quarters, exact in floating point and in

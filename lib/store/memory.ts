@@ -3,11 +3,11 @@ import { chargeOf, ledgerChanges, type SandboxBilling } from '../budgets/billing
 import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
 import { errors } from '../errors.ts';
 import { newId, newUlid } from '../ids.ts';
-import type { SandboxStatus } from '../sandboxes/state.ts';
+import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quotas/usage.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
-import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../tenancy/quota.ts';
-import type { WebhookRecord } from '../webhooks/schemas.ts';
+import type { WebhookRecord } from '../schemas/webhooks.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { idempotencyMismatch, quotaExceeded, waitingExceeded, webhooksExceeded } from './errors.ts';
 import {

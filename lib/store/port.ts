@@ -1,11 +1,11 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../audit/chain.ts';
 import type { Ledger } from '../budgets/ledger.ts';
-import type { SandboxStatus } from '../sandboxes/state.ts';
-import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../sandboxes/state.ts';
+import type { Usage } from '../quotas/usage.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
+import { isSettledWithInstance, isTerminal, sandboxStatuses } from '../schemas/sandbox-status.ts';
 import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
-import type { Usage } from '../tenancy/quota.ts';
-import type { WebhookRecord } from '../webhooks/schemas.ts';
+import type { WebhookRecord } from '../schemas/webhooks.ts';
 import type {
   KeyRecord,
   OrgRecord,
@@ -65,7 +65,7 @@ export interface UpdateSandboxOptions {
  *
  * - Every sandbox update is conditional on the status and version the caller read; a lost race is a
  *   `conflict` error, never a silent overwrite.
- * - Usage follows status (lib/tenancy/quota.ts holdingsOf): the org usage aggregate and the pool's slot count
+ * - Usage follows status (lib/quotas/usage.ts holdingsOf): the org usage aggregate and the pool's slot count
  *   change in the same atomic write as the sandbox; an increase past the org quota is `quota_exceeded`,
  *   past the pool's limit `insufficient_capacity`, and then nothing is written.
  * - Budgets follow the sandbox's billing (lib/budgets/billing.ts ledgerChanges): the month's ledgers of

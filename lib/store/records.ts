@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
-import { sandboxStatuses, waitReasons } from '../sandboxes/state.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
+import { sandboxStatuses, waitReasons } from '../schemas/sandbox-status.ts';
 import {
   idlePolicySchema,
   placementDecisionSchema,

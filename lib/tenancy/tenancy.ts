@@ -1,11 +1,13 @@
 import type * as z from 'zod';
 import { monthOf, nextMonth } from '../budgets/billing.ts';
-import { type BudgetView, budgetView, monthlyMicros, type setBudgetSchema } from '../budgets/ledger.ts';
+import { budgetView, monthlyMicros, type setBudgetSchema } from '../budgets/ledger.ts';
 import { fromMicros } from '../budgets/prices.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
+import { round, usageLimits } from '../quotas/usage.ts';
 import type { IdlePolicy } from '../schemas/sandboxes.ts';
 import type {
+  BudgetView,
   createKeySchema,
   createOrgSchema,
   createProjectSchema,
@@ -15,7 +17,6 @@ import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../sc
 import type { Page, PageRequest, Store } from '../store/port.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
 import { e2bKeyForm, mintKeySecret } from './auth.ts';
-import { round, usageLimits } from './quota.ts';
 
 export function orgView(org: OrgRecord): OrgView {
   return {

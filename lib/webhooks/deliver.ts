@@ -1,8 +1,8 @@
 import { describeError, type Log } from '../log.ts';
+import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage } from '../queue/port.ts';
-import { done, retryAfter, type WorkOutcome } from '../scheduler/outcome.ts';
+import type { WebhookDelivery } from '../schemas/webhooks.ts';
 import type { Store } from '../store/port.ts';
-import type { WebhookDelivery } from './schemas.ts';
 import { type DeliverySender, postDelivery } from './sender.ts';
 import { deliveryIdHeader, eventTypeHeader, signatureHeader, signDelivery } from './signature.ts';
 

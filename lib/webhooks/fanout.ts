@@ -1,7 +1,7 @@
 import type { EventPublisher, LifecycleEvent } from '../events/port.ts';
 import type { WorkQueue } from '../queue/port.ts';
+import type { WebhookDelivery, WebhookRecord } from '../schemas/webhooks.ts';
 import type { Store } from '../store/port.ts';
-import type { WebhookDelivery, WebhookRecord } from './schemas.ts';
 
 export interface FanoutDeps {
   store: Pick<Store, 'listWebhooks'>;

@@ -1,14 +1,14 @@
 import type * as z from 'zod';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Store } from '../store/port.ts';
-import { checkWebhookUrl } from './destinations.ts';
 import {
   type createWebhookSchema,
   maxWebhooksPerOrg,
   type WebhookRecord,
   type WebhookView,
-} from './schemas.ts';
+} from '../schemas/webhooks.ts';
+import type { Store } from '../store/port.ts';
+import { checkWebhookUrl } from './destinations.ts';
 import { newWebhookSecret } from './signature.ts';
 
 /** How long the previous secret keeps signing after a rotation: receivers switch within it. */

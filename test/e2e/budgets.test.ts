@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { budgetViewSchema } from '../../lib/budgets/ledger.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { orgUsageSchema } from '../../lib/schemas/tenancy.ts';
+import { budgetViewSchema, orgUsageSchema } from '../../lib/schemas/tenancy.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError, waitFor } from '../helpers/http-client.ts';
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { webhookDeliverySchema } from '../../lib/webhooks/schemas.ts';
+import { webhookDeliverySchema } from '../../lib/schemas/webhooks.ts';
 import { verifyDelivery } from '../../lib/webhooks/signature.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError, waitFor } from '../helpers/http-client.ts';

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/cdk/app.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { parseConfig } from '../../lib/config.ts';
-import { awsLimits, type FunctionName, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
+import type { FunctionName } from '../../lib/function-timeouts.ts';
+import { awsLimits, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 import { queueNames } from '../../lib/queue/port.ts';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;

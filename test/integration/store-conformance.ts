@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../lib/audit/chain.ts';
-import { verifyOrgChain } from '../../lib/audit/verify.ts';
 import { ApiError } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
-import type { SandboxStatus } from '../../lib/sandboxes/state.ts';
 import { envSchema, labelsSchema, recordLimits } from '../../lib/schemas/common.ts';
+import type { SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
 import { type Quota, quotaSchema } from '../../lib/schemas/tenancy.ts';
 import { installationChain, type Store } from '../../lib/store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../../lib/store/records.ts';
+import { verifyOrgChain } from '../../lib/tenancy/audit-trail.ts';
 import { sandboxRecord } from '../helpers/records.ts';
 
 /** Direct access to stored audit events, to prove tampering is detected. */

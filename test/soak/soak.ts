@@ -11,17 +11,17 @@ import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { percentile } from '../../bench/stats.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import type { CreateRequest, Instance } from '../../lib/adapter/port.ts';
-import { verifyOrgChain } from '../../lib/audit/verify.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { errors } from '../../lib/errors.ts';
 import type { Log } from '../../lib/log.ts';
-import { isTerminal, type SandboxStatus } from '../../lib/sandboxes/state.ts';
+import { holdingsOf, type Usage, usageLimits } from '../../lib/quotas/usage.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import { sweep } from '../../lib/scheduler/sweep.ts';
+import { isTerminal, type SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
 import type { Quota } from '../../lib/schemas/tenancy.ts';
 import { installationChain, type Store } from '../../lib/store/port.ts';
 import type { SandboxRecord } from '../../lib/store/records.ts';
-import { holdingsOf, type Usage, usageLimits } from '../../lib/tenancy/quota.ts';
+import { verifyOrgChain } from '../../lib/tenancy/audit-trail.ts';
 import { DifferentlyClient, DifferentlyError } from '../../sdk/index.ts';
 
 export interface SoakOptions {

@@ -4,12 +4,12 @@ import { buildPools } from '../../adapters/registry.ts';
 import { parseConfig } from '../../lib/config.ts';
 import { createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
+import { holdingsOf, round } from '../../lib/quotas/usage.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { Principal } from '../../lib/tenancy/auth.ts';
-import { holdingsOf, round } from '../../lib/tenancy/quota.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 

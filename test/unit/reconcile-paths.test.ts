@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { errors } from '../../lib/errors.ts';
-import type { SandboxStatus } from '../../lib/sandboxes/state.ts';
 import { type PoolReconcileReport, reconcile } from '../../lib/scheduler/reconcile.ts';
+import type { SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
 import type { SandboxPatch } from '../../lib/store/port.ts';
 import type { SandboxRecord } from '../../lib/store/records.ts';
 import { testPlane } from '../helpers/plane.ts';

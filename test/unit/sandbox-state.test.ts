@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../lib/errors.ts';
+import { assertTransition, requireRunning } from '../../lib/sandboxes/status-guards.ts';
 import {
-  assertTransition,
   canTransition,
   isSettledWithInstance,
   isTerminal,
-  requireRunning,
   type SandboxStatus,
   sandboxStatuses,
-} from '../../lib/sandboxes/state.ts';
+} from '../../lib/schemas/sandbox-status.ts';
 
 /** The lifecycle as the seeds describe it, written out independently of the implementation's table. */
 const allowed = new Set([

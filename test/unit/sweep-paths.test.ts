@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { errors } from '../../lib/errors.ts';
 import type { DeadLetter, DeadLetterSource, QueueName } from '../../lib/queue/port.ts';
-import type { SandboxStatus } from '../../lib/sandboxes/state.ts';
 import { requeueUnfinished, sweep } from '../../lib/scheduler/sweep.ts';
+import type { SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
 import type { SandboxPatch } from '../../lib/store/port.ts';
 import type { SandboxRecord } from '../../lib/store/records.ts';
 import { testPlane } from '../helpers/plane.ts';

@@ -1,7 +1,7 @@
-import { readOrgAudit, verifyAllChains, verifyOrgChain } from '../../audit/verify.ts';
 import { errors } from '../../errors.ts';
 import { auditEventSchema, auditVerificationSchema, auditVerifyQuerySchema } from '../../schemas/audit.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
+import { readOrgAudit, verifyAllChains, verifyOrgChain } from '../../tenancy/audit-trail.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';

@@ -1,7 +1,5 @@
 import * as z from 'zod';
 import { trustReport } from '../../placement/trust.ts';
-import { reconcileReportSchema } from '../../schemas/admin.ts';
-import { pageOf } from '../../schemas/common.ts';
 import {
   createPoolSchema,
   policySchema,
@@ -12,7 +10,9 @@ import {
   templateViewSchema,
   trustReportSchema,
   updatePoolSchema,
-} from '../../schemas/pools.ts';
+} from '../../pools/admin-schemas.ts';
+import { reconcileReportSchema } from '../../schemas/admin.ts';
+import { pageOf } from '../../schemas/common.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { errors } from '../../errors.ts';
 import { ndjsonStream } from '../../sandboxes/exec-stream.ts';
+import { parseLabelFilter } from '../../sandboxes/label-filter.ts';
 import { pageOf } from '../../schemas/common.ts';
 import {
   createSandboxSchema,
@@ -11,7 +12,7 @@ import {
   updatedSandboxSchema,
   updateSandboxSchema,
 } from '../../schemas/sandboxes.ts';
-import { errorSchema, parseLabelFilter, sandboxAlong, sandboxParams } from '../route-params.ts';
+import { errorSchema, sandboxAlong, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
 

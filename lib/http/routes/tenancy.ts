@@ -1,6 +1,7 @@
-import { budgetViewSchema, setBudgetSchema } from '../../budgets/ledger.ts';
+import { setBudgetSchema } from '../../budgets/ledger.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import {
+  budgetViewSchema,
   createdKeySchema,
   createKeySchema,
   createOrgSchema,

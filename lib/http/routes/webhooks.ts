@@ -4,7 +4,7 @@ import {
   webhookParams,
   webhookViewSchema,
   webhookWithSecretSchema,
-} from '../../webhooks/schemas.ts';
+} from '../../schemas/webhooks.ts';
 import { errorSchema, orgParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';

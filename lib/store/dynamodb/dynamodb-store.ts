@@ -4,11 +4,11 @@ import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
 import type { Ledger } from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { newId, newUlid } from '../../ids.ts';
-import type { SandboxStatus } from '../../sandboxes/state.ts';
+import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../quotas/usage.ts';
+import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
 import type { IdlePolicy } from '../../schemas/sandboxes.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
-import { exceededQuota, type Usage, usageDelta, usageLimits, zeroUsage } from '../../tenancy/quota.ts';
-import { maxWebhooksPerOrg, type WebhookRecord, webhookRecordSchema } from '../../webhooks/schemas.ts';
+import { maxWebhooksPerOrg, type WebhookRecord, webhookRecordSchema } from '../../schemas/webhooks.ts';
 import { decodeCursor } from '../cursor.ts';
 import { idempotencyMismatch, quotaExceeded, waitingExceeded, webhooksExceeded } from '../errors.ts';
 import {

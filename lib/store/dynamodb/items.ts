@@ -1,6 +1,6 @@
 import type { AuditEvent } from '../../audit/chain.ts';
+import { type Usage, usageLimits } from '../../quotas/usage.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
-import { type Usage, usageLimits } from '../../tenancy/quota.ts';
 import { dueKeyOf, indexedStatuses } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
 import { tableKeys } from './table.ts';

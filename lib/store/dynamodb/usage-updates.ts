@@ -1,4 +1,4 @@
-import type { Usage } from '../../tenancy/quota.ts';
+import type { Usage } from '../../quotas/usage.ts';
 import { keyOf } from './items.ts';
 import type { Action } from './table-client.ts';
 

@@ -1,7 +1,7 @@
+import { type AuditEvent, type ChainVerification, verifyChain } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
 import { installationChain, type Page, type PageRequest, type Store } from '../store/port.ts';
-import type { OrgPrincipal } from '../tenancy/auth.ts';
-import { type AuditEvent, type ChainVerification, verifyChain } from './chain.ts';
+import type { OrgPrincipal } from './auth.ts';
 
 /** Every event of an org's chain, in seq order, page by page. */
 export async function* auditEvents(store: Store, orgId: string, pageSize = 100): AsyncGenerator<AuditEvent> {

@@ -1,5 +1,8 @@
-import { errors } from '../errors.ts';
-
+/**
+ * The sandbox status vocabulary: every status, why a queued sandbox waits, every legal move between
+ * statuses and the groups callers ask about. Pure data, read by the store, the schemas and the services;
+ * the guards that refuse a move live in lib/sandboxes/status-guards.ts.
+ */
 export const sandboxStatuses = [
   'queued',
   'provisioning',
@@ -20,7 +23,7 @@ export type SandboxStatus = (typeof sandboxStatuses)[number];
 /**
  * Why a queued sandbox waits: no pool may or can run it (`pool`), its org's quota is full (`quota`), no
  * pool has room (`capacity`), or the snapshot it starts from is not ready (`snapshot`). Set with the
- * human statusMessage, read by the wake-ups (lib/scheduler/wake.ts), shown to clients; any status change
+ * human statusMessage, read by the wake-ups (lib/sandboxes/wake-waiters.ts), shown to clients; any status change
  * clears it.
  */
 export const waitReasons = ['pool', 'quota', 'capacity', 'snapshot'] as const;
@@ -53,13 +56,6 @@ export function canTransition(from: SandboxStatus, to: SandboxStatus): boolean {
   return transitions[from].includes(to);
 }
 
-/** Throws invalid_state (409) naming both states when the move is not allowed. */
-export function assertTransition(from: SandboxStatus, to: SandboxStatus): void {
-  if (!canTransition(from, to)) {
-    throw errors.invalidState(`a sandbox cannot go from ${from} to ${to}`, { status: from, requested: to });
-  }
-}
-
 export function isTerminal(status: SandboxStatus): boolean {
   return status === 'terminated' || status === 'failed';
 }
@@ -80,16 +76,4 @@ export const settledWithInstance = [
 
 export function isSettledWithInstance(status: SandboxStatus): boolean {
   return (settledWithInstance as readonly SandboxStatus[]).includes(status);
-}
-
-/** A sandbox an exec can run in: running, placed, with its backend instance (narrowed so). */
-export function requireRunning<
-  R extends { id: string; status: SandboxStatus; pool: string | null; backendRef: string | null },
->(record: R): R & { pool: string; backendRef: string } {
-  if (record.status !== 'running' || record.pool === null || record.backendRef === null) {
-    throw errors.invalidState(`exec needs a running sandbox; ${record.id} is ${record.status}`, {
-      status: record.status,
-    });
-  }
-  return record as R & { pool: string; backendRef: string };
 }

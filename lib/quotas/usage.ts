@@ -1,4 +1,4 @@
-import type { SandboxStatus } from '../sandboxes/state.ts';
+import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { Resources } from '../schemas/sandboxes.ts';
 import type { Quota } from '../schemas/tenancy.ts';
 

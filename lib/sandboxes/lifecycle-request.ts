@@ -2,11 +2,11 @@ import { actors } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/operations.ts';
 import type { SandboxPatch, Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { lifecycleMoves } from './operations.ts';
+import { lifecycleMoves } from './lifecycle-moves.ts';
+import { transitionSandbox } from './transition.ts';
 
 export interface LifecycleRequestDeps {
   store: Store;

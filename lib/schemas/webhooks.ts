@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { idPattern } from '../ids.ts';
-import { sandboxStatuses } from '../sandboxes/state.ts';
+import { sandboxStatuses } from './sandbox-status.ts';
 
 /** What a lifecycle event's delivery says caused it. */
 export const eventCauses = ['user', 'ttl', 'idle', 'budget', 'reconciler', 'backend'] as const;
