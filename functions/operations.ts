@@ -1,6 +1,6 @@
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
-import { runOperation } from '../lib/scheduler/operations.ts';
+import { runOperation } from '../lib/scheduler/operations-worker.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
 import type { Observability } from './observability.ts';
 import { createWorkQueueHandler } from './work-queue-handler.ts';

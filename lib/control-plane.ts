@@ -7,7 +7,7 @@ import type { Log } from './log.ts';
 import { PoolAdmin } from './pools/admin.ts';
 import type { PoolRegistry } from './pools/registry.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
-import { SandboxOperations } from './sandboxes/operations.ts';
+import { SandboxOperations } from './sandboxes/sandbox-operations.ts';
 import { SandboxService } from './sandboxes/service.ts';
 import { reconcile } from './scheduler/reconcile.ts';
 import type { Store } from './store/port.ts';

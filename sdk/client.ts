@@ -19,7 +19,11 @@ import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
-import type { fileInfoSchema, snapshotDeletedSchema, snapshotSchema } from '../lib/schemas/operations.ts';
+import type {
+  fileInfoSchema,
+  snapshotDeletedSchema,
+  snapshotSchema,
+} from '../lib/schemas/sandbox-operations.ts';
 import { transitionalStatuses as transitional } from '../lib/schemas/sandbox-status.ts';
 import type {
   CreateSandboxRequest,

@@ -1,6 +1,6 @@
 import type * as z from 'zod';
 import { errors, toErrorResponse } from '../errors.ts';
-import type { SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { labelsSchema } from '../schemas/common.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';

@@ -7,7 +7,7 @@ import { errors, toErrorResponse } from '../errors.ts';
 import type { Log } from '../log.ts';
 import type { StreamWrite } from '../sandboxes/exec-stream.ts';
 import { maxStreamSeconds as maxExecStreamSeconds } from '../sandboxes/exec-stream.ts';
-import { maxFileBytes, type SandboxOperations } from '../sandboxes/operations.ts';
+import { maxFileBytes, type SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { envSchema } from '../schemas/common.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';

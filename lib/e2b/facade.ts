@@ -2,7 +2,7 @@ import { errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
-import type { SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
 import { ConnectError, connectCodes, parseJson } from './connect-protocol.ts';

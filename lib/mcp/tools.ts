@@ -6,9 +6,9 @@ import { ApiError, isErrorCode, toErrorResponse } from '../errors.ts';
 import { idPattern } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
 import { parseLabelFilter } from '../sandboxes/label-filter.ts';
-import type { SandboxOperations } from '../sandboxes/operations.ts';
+import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
-import { pathQuerySchema, portRequestSchema, snapshotRequestSchema } from '../schemas/operations.ts';
+import { pathQuerySchema, portRequestSchema, snapshotRequestSchema } from '../schemas/sandbox-operations.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
 import {
   createSandboxSchema,

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { lifecycleActions } from '../schemas/operations.ts';
+import { lifecycleActions } from '../schemas/sandbox-operations.ts';
 import { webhookDeliverySchema } from '../schemas/webhooks.ts';
 
 export const queueNames = ['provision', 'terminate', 'operations', 'webhooks'] as const;

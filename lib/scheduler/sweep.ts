@@ -9,7 +9,7 @@ import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
 import { type SandboxStatus, settledWithInstance, transitionalStatuses } from '../schemas/sandbox-status.ts';
 import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import { abandonOperation } from './operations.ts';
+import { abandonOperation } from './operations-worker.ts';
 
 export interface SweepDeps {
   store: Store;

@@ -60,7 +60,7 @@ export function isTerminal(status: SandboxStatus): boolean {
   return status === 'terminated' || status === 'failed';
 }
 
-/** Statuses a lifecycle operation passes through while the backend works (see lib/operations). */
+/** Statuses a lifecycle operation passes through while the backend works (lib/sandboxes/lifecycle-moves.ts). */
 export const transitionalStatuses = ['stopping', 'starting', 'pausing', 'resuming'] as const;
 export type TransitionalStatus = (typeof transitionalStatuses)[number];
 

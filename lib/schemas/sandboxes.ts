@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
-import { sandboxOperationSchema } from './operations.ts';
+import { sandboxOperationSchema } from './sandbox-operations.ts';
 import { sandboxStatuses, waitReasons } from './sandbox-status.ts';
 
 /** CPU is reserved in quarters: every sum of quarters is exact in floating point, so quotas never drift. */

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
-import { sandboxOperationSchema, snapshotStatuses } from '../schemas/operations.ts';
+import { sandboxOperationSchema, snapshotStatuses } from '../schemas/sandbox-operations.ts';
 import { sandboxStatuses, waitReasons } from '../schemas/sandbox-status.ts';
 import {
   idlePolicySchema,

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { errors } from '../../lib/errors.ts';
-import { snapshotSchema } from '../../lib/schemas/operations.ts';
+import { snapshotSchema } from '../../lib/schemas/sandbox-operations.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError } from '../helpers/http-client.ts';

@@ -9,7 +9,7 @@ import { parseConfig } from '../../lib/config.ts';
 import { errors } from '../../lib/errors.ts';
 import { awsLimits } from '../../lib/limits.ts';
 import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
-import { snapshotSchema } from '../../lib/schemas/operations.ts';
+import { snapshotSchema } from '../../lib/schemas/sandbox-operations.ts';
 import { type SandboxView, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';

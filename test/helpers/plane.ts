@@ -5,7 +5,7 @@ import { parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import type { QueueName, SendOptions, WorkMessage, WorkQueue } from '../../lib/queue/port.ts';
-import { runOperation } from '../../lib/scheduler/operations.ts';
+import { runOperation } from '../../lib/scheduler/operations-worker.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Principal } from '../../lib/tenancy/auth.ts';
 

@@ -4,7 +4,7 @@ import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
 import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
 import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
 import type { WorkMessage } from '../../lib/queue/port.ts';
-import { runOperation } from '../../lib/scheduler/operations.ts';
+import { runOperation } from '../../lib/scheduler/operations-worker.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import type { IdlePolicy } from '../../lib/schemas/sandboxes.ts';

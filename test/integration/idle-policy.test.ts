@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WorkMessage } from '../../lib/queue/port.ts';
-import { runOperation } from '../../lib/scheduler/operations.ts';
+import { runOperation } from '../../lib/scheduler/operations-worker.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { testPlane } from '../helpers/plane.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { abandonOperation, runOperation } from '../../lib/scheduler/operations.ts';
+import { abandonOperation, runOperation } from '../../lib/scheduler/operations-worker.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { testPlane } from '../helpers/plane.ts';
 

@@ -2,7 +2,7 @@ import type { Config } from '../../config.ts';
 import type { Log } from '../../log.ts';
 import type { PoolAdmin } from '../../pools/admin.ts';
 import type { PoolRegistry } from '../../pools/registry.ts';
-import type { SandboxOperations } from '../../sandboxes/operations.ts';
+import type { SandboxOperations } from '../../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../../sandboxes/service.ts';
 import type { ReconcileReport } from '../../scheduler/reconcile.ts';
 import type { Store } from '../../store/port.ts';

@@ -4,7 +4,7 @@ import {
   snapshotParams,
   snapshotRequestSchema,
   snapshotSchema,
-} from '../../schemas/operations.ts';
+} from '../../schemas/sandbox-operations.ts';
 import type { SnapshotRecord } from '../../store/records.ts';
 import { errorSchema, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';

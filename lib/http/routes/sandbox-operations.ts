@@ -1,5 +1,10 @@
-import { maxFileBytes } from '../../sandboxes/operations.ts';
-import { fileListSchema, pathQuerySchema, portRequestSchema, portSchema } from '../../schemas/operations.ts';
+import { maxFileBytes } from '../../sandboxes/sandbox-operations.ts';
+import {
+  fileListSchema,
+  pathQuerySchema,
+  portRequestSchema,
+  portSchema,
+} from '../../schemas/sandbox-operations.ts';
 import { sandboxSchema } from '../../schemas/sandboxes.ts';
 import { errorSchema, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
