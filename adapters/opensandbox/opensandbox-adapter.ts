@@ -22,7 +22,6 @@ import {
   type FileInfo,
   type FileSystem,
   type Instance,
-  type InstanceState,
   type Lifecycle,
   type Pauser,
   type PortExposer,
@@ -36,10 +35,21 @@ import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { HttpClient } from '../httpx/http-client.ts';
-import { LineSplitter, linesOf } from '../httpx/lines.ts';
+import { linesOf } from '../httpx/lines.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
 import type { OpenSandboxConfig } from './config.ts';
+import { ExecdEvents } from './execd-events.ts';
+import {
+  endpointSchema,
+  fileListSchema,
+  gone,
+  instanceStateOf,
+  listSchema,
+  type OpenSandbox,
+  sandboxSchema,
+  snapshotSchema,
+} from './wire.ts';
 
 const execdPort = 44772;
 const metadataKeys = { sandboxId: 'differently-sandbox-id', installation: 'differently-installation' };
@@ -47,55 +57,6 @@ const metadataKeys = { sandboxId: 'differently-sandbox-id', installation: 'diffe
 const maxSyncOutputBytes = 8 * 1024 * 1024;
 /** File reads stop here and say so rather than returning a silently cut file (fixes E0.35). */
 const maxReadBytes = 100 * 1024 * 1024;
-
-const stateSchema = z.string();
-const sandboxSchema = z.object({
-  id: z.string().min(1),
-  status: z.object({ state: stateSchema, reason: z.string().optional(), message: z.string().optional() }),
-  metadata: z.record(z.string(), z.string()).nullish(),
-});
-type OpenSandbox = z.infer<typeof sandboxSchema>;
-const listSchema = z.object({
-  items: z.array(sandboxSchema),
-  pagination: z.object({ page: z.int(), hasNextPage: z.boolean() }),
-});
-const endpointSchema = z.object({
-  endpoint: z.string().min(1),
-  headers: z.record(z.string(), z.string()).nullish(),
-});
-const snapshotSchema = z.object({
-  id: z.string().min(1),
-  status: z.object({ state: z.string(), message: z.string().optional() }),
-});
-const fileListSchema = z.array(
-  z.object({
-    path: z.string(),
-    type: z.string().optional(),
-    size: z.number().optional(),
-    modified_at: z.string().optional(),
-  }),
-);
-const streamEventSchema = z.object({
-  type: z.string(),
-  text: z.string().optional(),
-  error: z.object({ ename: z.string().optional(), evalue: z.string().optional() }).optional(),
-});
-
-/** Maps OpenSandbox's state to the contract's; Terminated is reported as gone by the callers. */
-export function instanceStateOf(state: string, runtime: OpenSandboxConfig['runtime']): InstanceState {
-  switch (state) {
-    case 'Running':
-      return 'running';
-    case 'Paused':
-      // On Kubernetes a pause has checkpointed the filesystem and released the pod: that is a stop.
-      return runtime === 'kubernetes' ? 'stopped' : 'paused';
-    case 'Failed':
-      return 'error';
-    default:
-      // Pending, Pausing, Resuming, Stopping and states added later: in transition.
-      return 'pending';
-  }
-}
 
 interface Execd {
   base: string;
@@ -489,60 +450,21 @@ export class OpenSandboxAdapter
       },
       signal: opts?.signal,
     });
-    const lf = this.#config.lineEndings === 'lf';
-    const splitters = {
-      stdout: new LineSplitter((data) =>
-        emit({ stream: 'stdout', data: lf ? data.replaceAll('\r\n', '\n') : data }),
-      ),
-      stderr: new LineSplitter((data) =>
-        emit({ stream: 'stderr', data: lf ? data.replaceAll('\r\n', '\n') : data }),
-      ),
-    };
-    let exitCode: number | undefined;
-    let failure: string | undefined;
-    const handle = (line: string) => {
-      const text = line.startsWith('data:') ? line.slice(5).trim() : line.trim();
-      if (text === '') return;
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        throw this.#http.unavailable('execd sent an event that is not JSON');
-      }
-      const event = streamEventSchema.safeParse(raw);
-      if (!event.success) throw this.#http.unavailable('execd sent an event without a type');
-      const { type } = event.data;
-      if (type === 'stdout' || type === 'stderr') splitters[type].push(event.data.text ?? '');
-      else if (type === 'execution_complete') exitCode = 0;
-      else if (type === 'error') {
-        const value = event.data.error?.evalue ?? '';
-        if (/^-?\d+$/.test(value.trim())) exitCode = Number(value.trim());
-        else failure = value || event.data.error?.ename || 'the command failed to start';
-      }
-    };
+    const events = new ExecdEvents(emit, this.#config.lineEndings, (message) =>
+      this.#http.unavailable(message),
+    );
     if (response.body === null) throw this.#http.unavailable('execd answered without a body');
     for await (const line of linesOf(response.body)) {
-      handle(line);
+      events.push(line);
       if (waits.length > 0) {
         await Promise.all(waits);
         waits = [];
       }
     }
-    splitters.stdout.end();
-    splitters.stderr.end();
-    if (failure !== undefined) {
-      emit({ stream: 'stderr', data: `${failure}\n` });
-      return { exitCode: 127, timedOut: false };
-    }
-    const elapsed = Date.now() - started;
-    const limit = req.timeoutSeconds === undefined ? undefined : req.timeoutSeconds * 1000;
-    // execd kills a timed-out command's process group; its exit is then a signal's, not the command's.
-    if (limit !== undefined && elapsed >= limit && (exitCode === undefined || exitCode !== 0)) {
-      return { exitCode: 124, timedOut: true };
-    }
-    if (exitCode === undefined)
-      throw this.#http.unavailable('the exec stream ended without completion or error');
-    return { exitCode, timedOut: false };
+    return events.end(
+      req.timeoutSeconds === undefined ? undefined : req.timeoutSeconds * 1000,
+      Date.now() - started,
+    );
   }
 
   async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
@@ -733,11 +655,6 @@ export class OpenSandboxAdapter
       throw error;
     }
   }
-}
-
-/** Stopping is a delete (or TTL expiry) in progress, the only way OpenSandbox stops: already gone to us. */
-function gone(state: string): boolean {
-  return state === 'Terminated' || state === 'Stopping';
 }
 
 function tooLarge(path: string): ApiError {

@@ -4,7 +4,8 @@ import { codeForStatus } from '../../adapters/httpx/http-client.ts';
 import { LineSplitter } from '../../adapters/httpx/lines.ts';
 import { shellQuote } from '../../adapters/httpx/shell-quote.ts';
 import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
-import { instanceStateOf, OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
+import { instanceStateOf } from '../../adapters/opensandbox/wire.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import {
   createSandboxRequestSchema,
