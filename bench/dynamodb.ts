@@ -8,7 +8,7 @@ import { createControlPlane } from '../lib/control-plane.ts';
 import { publishLifecycleEvents } from '../lib/events/port.ts';
 import { silentLog } from '../lib/log.ts';
 import { documentClient, localDynamoDbClient } from '../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../lib/store/dynamodb/table.ts';
 import { WebhookFanout } from '../lib/webhooks/fanout.ts';
 
@@ -110,7 +110,7 @@ export async function benchPlane(
   // Linking fans lifecycle events out to webhooks as deployed (functions/wiring.ts): the org's
   // endpoints are read for every batch, so their cost is in the figures.
   const fanout = new WebhookFanout();
-  const store = new DynamoDbStore({
+  const store = dynamoDbStore({
     client: db.doc,
     tableName,
     linkInline: options.linkInline ?? false,

@@ -17,7 +17,7 @@ import { type CredentialResolver, credentialResolver } from '../lib/pools/creden
 import type { DeadLetterSource, WorkQueue } from '../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import { MemoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
 import { WebhookFanout } from '../lib/webhooks/fanout.ts';
@@ -76,7 +76,7 @@ function storeFromEnv(fanout: WebhookFanout): Store {
   if (bus !== undefined && bus !== '') {
     publishers.push(new EventBridgePublisher(traced(new EventBridgeClient({})), bus));
   }
-  return new DynamoDbStore({
+  return dynamoDbStore({
     client: documentClient(traced(new DynamoDBClient({}))),
     tableName: table,
     onLinking: publishLifecycleEvents(allPublishers(...publishers)),

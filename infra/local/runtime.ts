@@ -39,7 +39,7 @@ import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { requeueUnfinished } from '../../lib/scheduler/sweep.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
@@ -82,7 +82,7 @@ async function localStore(
     store: () => {
       const client = localDynamoDbClient(endpoint);
       clients.push(client);
-      return new DynamoDbStore({ client: documentClient(client), tableName, onLinking });
+      return dynamoDbStore({ client: documentClient(client), tableName, onLinking });
     },
     async stop() {
       for (const client of clients) client.destroy();

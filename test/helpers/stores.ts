@@ -1,6 +1,6 @@
 import { inject } from 'vitest';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore, type DynamoDbStoreOptions } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { type DynamoDbStoreOptions, dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
@@ -17,6 +17,6 @@ export const storeFactories: Record<
     const base = localDynamoDbClient(inject('dynamodbEndpoint'));
     const tableName = `test-${process.pid}-${++tables}`;
     await ensureTable(base, tableName);
-    return new DynamoDbStore({ client: documentClient(base), tableName, ...options });
+    return dynamoDbStore({ client: documentClient(base), tableName, ...options });
   },
 };

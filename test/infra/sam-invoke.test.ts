@@ -23,7 +23,7 @@ import { silentLog } from '../../lib/log.ts';
 import { SqsWorkQueue } from '../../lib/queue/sqs.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { orgPrincipal } from '../helpers/records.ts';
@@ -83,7 +83,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     const dynamodb = inject('dynamodbEndpoint');
     const client = localDynamoDbClient(dynamodb);
     await ensureTable(client, tableName);
-    const store = new DynamoDbStore({ client: documentClient(client), tableName });
+    const store = dynamoDbStore({ client: documentClient(client), tableName });
     operator = createControlPlane(
       await wireContainer({
         config,

@@ -8,7 +8,7 @@ import { EventBridgePublisher } from '../../lib/events/eventbridge.ts';
 import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../lib/events/port.ts';
 import { quotaSchema } from '../../lib/schemas/tenancy.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { type DynamoDbStore, dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { waitFor } from '../helpers/http-client.ts';
 import { sandboxRecord } from '../helpers/records.ts';
@@ -88,7 +88,7 @@ describe('at least once, never from a change that did not commit', () => {
     await ensureTable(base, tableName);
     const published: LifecycleEvent[] = [];
     let failing = true;
-    const store = new DynamoDbStore({
+    const store = dynamoDbStore({
       client: documentClient(base),
       tableName,
       linkInline: false,
@@ -137,18 +137,16 @@ describe('at least once, never from a change that did not commit', () => {
     await ensureTable(base, tableName);
     const published: LifecycleEvent[] = [];
     // Four containers' stores on one table, each linking (and publishing) on its own.
-    const stores = Array.from(
-      { length: 4 },
-      () =>
-        new DynamoDbStore({
-          client: documentClient(base),
-          tableName,
-          onLinking: publishLifecycleEvents({
-            async publish(events) {
-              published.push(...events);
-            },
-          }),
+    const stores = Array.from({ length: 4 }, () =>
+      dynamoDbStore({
+        client: documentClient(base),
+        tableName,
+        onLinking: publishLifecycleEvents({
+          async publish(events) {
+            published.push(...events);
+          },
         }),
+      }),
     );
     const orgId = 'org_01ARZ3NDEKTSV4RRFFQ69G5FAX';
     await stores[0]?.createOrg(

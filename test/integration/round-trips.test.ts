@@ -7,7 +7,7 @@ import { createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 
@@ -33,7 +33,7 @@ async function container() {
     { step: 'initialize', name: 'recordCommands' },
   );
   await ensureTable(client, tableName);
-  const store = new DynamoDbStore({ client: documentClient(client), tableName, linkInline: false });
+  const store = dynamoDbStore({ client: documentClient(client), tableName, linkInline: false });
   const plane = createControlPlane({
     config,
     store,

@@ -1,7 +1,7 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { auditItem, keyOf } from '../../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { MemoryStore } from '../../lib/store/memory.ts';
@@ -51,7 +51,7 @@ storeConformance('dynamodb', {
       tableName = `conformance-${process.pid}-${++tables}`;
       await ensureTable(base, tableName);
     }
-    return new DynamoDbStore({ client: doc, tableName });
+    return dynamoDbStore({ client: doc, tableName });
   },
   tamper(store: Store) {
     const table = tableName;
@@ -79,7 +79,7 @@ const freshTable = {
   async create() {
     const name = `budgets-${process.pid}-${++tables}`;
     await ensureTable(base, name);
-    return new DynamoDbStore({ client: doc, tableName: name });
+    return dynamoDbStore({ client: doc, tableName: name });
   },
 };
 webhookConformance('dynamodb', freshTable);
@@ -89,6 +89,6 @@ budgetConformance('dynamodb', {
   async create() {
     const name = `budgets-${process.pid}-${++tables}`;
     await ensureTable(base, name);
-    return new DynamoDbStore({ client: doc, tableName: name });
+    return dynamoDbStore({ client: doc, tableName: name });
   },
 });

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { printSoakReport, runSoak } from './soak.ts';
 
@@ -27,7 +27,7 @@ try {
     clients: Number(values.clients),
     orgs: Number(values.orgs),
     seed: Number(values.seed),
-    store: new DynamoDbStore({ client: documentClient(client), tableName: 'soak' }),
+    store: dynamoDbStore({ client: documentClient(client), tableName: 'soak' }),
     settleSeconds: 600,
   });
   printSoakReport(report);

@@ -1,6 +1,6 @@
 import { expect, inject, it } from 'vitest';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { printSoakReport, runSoak } from './soak.ts';
 
@@ -16,7 +16,7 @@ it('keeps every invariant through a small storm on DynamoDB Local and the embedd
     clients: 10,
     orgs: 3,
     seed: 7,
-    store: new DynamoDbStore({ client: documentClient(client), tableName }),
+    store: dynamoDbStore({ client: documentClient(client), tableName }),
     settleSeconds: 150,
   });
   printSoakReport(report);

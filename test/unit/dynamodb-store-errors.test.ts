@@ -4,7 +4,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../lib/errors.ts';
 import { documentClient } from '../../lib/store/dynamodb/client.ts';
-import { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
+import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { sandboxRecord } from '../helpers/records.ts';
 
 /**
@@ -37,7 +37,7 @@ describe('DynamoDbStore under AWS errors', () => {
       .rejectsOnce(canceled(['TransactionConflict', 'None', 'None']))
       .rejectsOnce(canceled(['None', 'TransactionConflict', 'None']))
       .resolves({});
-    const store = new DynamoDbStore({ client: doc, tableName: 't', linkInline: false });
+    const store = dynamoDbStore({ client: doc, tableName: 't', linkInline: false });
     await store.createKey(keyRecord(), audit);
     expect(mock.commandCalls(TransactWriteCommand).length).toBe(3);
     expect(store.stats.conflictRetries).toBe(2);
@@ -45,7 +45,7 @@ describe('DynamoDbStore under AWS errors', () => {
 
   it('answers 503 with retryable when conflicts persist', async () => {
     mock.on(TransactWriteCommand).rejects(canceled(['None', 'TransactionConflict', 'None']));
-    const store = new DynamoDbStore({ client: doc, tableName: 't', maxChainRetries: 3, linkInline: false });
+    const store = dynamoDbStore({ client: doc, tableName: 't', maxChainRetries: 3, linkInline: false });
     const error = await store.createKey(keyRecord(), audit).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'provider_unavailable', details: { retryable: true } });
@@ -58,7 +58,7 @@ describe('DynamoDbStore under AWS errors', () => {
       $metadata: {},
     });
     mock.on(GetCommand).rejects(throttled);
-    const store = new DynamoDbStore({ client: doc, tableName: 't' });
+    const store = dynamoDbStore({ client: doc, tableName: 't' });
     const error = await store.getOrg('org_1').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'provider_unavailable', details: { retryable: true } });
@@ -73,7 +73,7 @@ describe('DynamoDbStore under AWS errors', () => {
           : { Item: sandboxItemFor() },
       );
     mock.on(TransactWriteCommand).rejects(canceled(['ConditionalCheckFailed', 'None', 'None']));
-    const store = new DynamoDbStore({ client: doc, tableName: 't', linkInline: false });
+    const store = dynamoDbStore({ client: doc, tableName: 't', linkInline: false });
     const record = sandboxItemFor();
     const error = await store
       .updateSandbox(record, { statusMessage: 'x' }, { audit })

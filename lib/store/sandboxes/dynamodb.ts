@@ -1,0 +1,345 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { AuditInput } from '../../audit/chain.ts';
+import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
+import { errors } from '../../errors.ts';
+import { exceededQuota, usageDelta } from '../../quotas/usage.ts';
+import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
+import { decodeCursor } from '../cursor.ts';
+import {
+  initLedger,
+  type LedgerOwner,
+  ledgerLabel,
+  ledgerOwnersOf,
+  ledgerUpdate,
+  readLedger,
+  refusal,
+} from '../dynamodb/budget-ledgers.ts';
+import { type DynamoDbContext, quotaOf, usageOf } from '../dynamodb/context.ts';
+import { indexKeyOf, keyOf, orgPartition, queuedParent, sandboxItem } from '../dynamodb/items.ts';
+import { tableKeys } from '../dynamodb/table.ts';
+import {
+  type Action,
+  afterSortKey,
+  Canceled,
+  check,
+  isConditionFailed,
+  put,
+} from '../dynamodb/table-client.ts';
+import { poolUpdate, usageUpdate, waitingUpdate } from '../dynamodb/usage-updates.ts';
+import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../errors.ts';
+import {
+  type CreateSandboxResult,
+  dueKeyOf,
+  type IdempotencyClaim,
+  indexedStatuses,
+  isWaiting,
+  type Page,
+  type PageRequest,
+  type SandboxFilter,
+  type SandboxPatch,
+  type UpdateSandboxOptions,
+} from '../port.ts';
+import { type SandboxRecord, sandboxRecordSchema } from '../records.ts';
+import type { SandboxStore } from './port.ts';
+
+/** The sandboxes aggregate on the one DynamoDB table (docs/store.md). */
+export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
+  async function replay(orgId: string, idempotency: IdempotencyClaim): Promise<CreateSandboxResult> {
+    const record = await c.t.get(keyOf.idempotency(orgId, idempotency.key));
+    if (record?.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
+    const first =
+      typeof record.sandboxId === 'string' ? await part.getSandbox(orgId, record.sandboxId) : undefined;
+    if (first === undefined)
+      throw errors.conflict(`the sandbox of Idempotency-Key ${idempotency.key} is gone`);
+    return { sandbox: first, replayed: true };
+  }
+
+  async function writeSandbox(
+    current: SandboxRecord,
+    next: SandboxRecord,
+    budgets: { owner: LedgerOwner; change: LedgerChange }[],
+    options: UpdateSandboxOptions,
+  ): Promise<SandboxRecord> {
+    const delta = usageDelta(current, next);
+    const actions = (): Action[] => {
+      const list: Action[] = [
+        put('sandbox', sandboxItem(next), 'version = :version AND #status = :status', {
+          names: { '#status': 'status' },
+          values: { ':version': current.version, ':status': current.status },
+        }),
+      ];
+      const usage = usageUpdate(current.orgId, delta.org, c.table);
+      if (usage !== undefined) list.push(usage);
+      // Leaving the waiting statuses frees a place in the org's queue (a retry moves within them).
+      const waiting = Number(isWaiting(next.status)) - Number(isWaiting(current.status));
+      if (waiting !== 0) list.push(waitingUpdate(current.orgId, waiting, c.table));
+      for (const [pool, change] of Object.entries(delta.pools)) {
+        const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
+        list.push(poolUpdate(pool, change, limit, c.table));
+      }
+      for (const { owner, change } of budgets) list.push(ledgerUpdate(owner, change));
+      return list;
+    };
+    try {
+      await c.audit.write(current.orgId, options.audit, actions);
+      return next;
+    } catch (error) {
+      if (!(error instanceof Canceled)) throw error;
+      const labels = new Set(error.failed.map((f) => f.label));
+      // A budget's refusal is its caller's to explain (it may only need its month's headroom).
+      if ([...labels].some((label) => label.startsWith('budget:')) && !labels.has('sandbox')) throw error;
+      if (labels.has('sandbox')) {
+        const stored = await part.getSandbox(current.orgId, current.id);
+        if (stored === undefined) throw errors.notFound('sandbox', current.id);
+        throw errors.conflict(`sandbox ${current.id} changed since it was read`, {
+          expected: { version: current.version, status: current.status },
+          actual: { version: stored.version, status: stored.status },
+        });
+      }
+      if (labels.has('usage')) {
+        const over = exceededQuota(
+          await usageOf(c, current.orgId),
+          delta.org,
+          await quotaOf(c, current.orgId),
+        );
+        throw over === undefined
+          ? errors.quotaExceeded("the org's quota would be exceeded")
+          : quotaExceeded(over);
+      }
+      const pool = error.failed.find((f) => f.label.startsWith('pool:'))?.label.slice(5);
+      if (pool !== undefined) {
+        throw errors.insufficientCapacity(
+          `pool ${pool} is at its concurrency limit of ${options.poolLimit ?? 0}`,
+          {
+            pool,
+            limit: options.poolLimit ?? 0,
+          },
+        );
+      }
+      throw error;
+    }
+  }
+
+  const part: SandboxStore = {
+    async createSandbox(
+      sandbox: SandboxRecord,
+      audit: AuditInput,
+      idempotency?: IdempotencyClaim,
+      options: { maxWaiting?: number } = {},
+    ): Promise<CreateSandboxResult> {
+      const now = c.now().toISOString();
+      try {
+        await c.audit.write(sandbox.orgId, audit, () => [
+          check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
+          waitingUpdate(sandbox.orgId, 1, c.table, options.maxWaiting),
+          put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
+          put(
+            'pointer',
+            { ...keyOf.sandboxPointer(sandbox.id), orgId: sandbox.orgId },
+            'attribute_not_exists(PK)',
+          ),
+          ...(idempotency === undefined
+            ? []
+            : [
+                {
+                  label: 'idempotency',
+                  item: {
+                    Put: {
+                      TableName: c.table,
+                      Item: {
+                        ...keyOf.idempotency(sandbox.orgId, idempotency.key),
+                        requestHash: idempotency.requestHash,
+                        sandboxId: sandbox.id,
+                        expiresAt: idempotency.expiresAt,
+                        [tableKeys.ttl]: Math.ceil(Date.parse(idempotency.expiresAt) / 1000),
+                      },
+                      // An expired record is as good as none: expiry is read, never left to TTL deletion.
+                      ConditionExpression: 'attribute_not_exists(PK) OR expiresAt < :now',
+                      ExpressionAttributeValues: { ':now': now },
+                    },
+                  },
+                },
+              ]),
+        ]);
+        return { sandbox, replayed: false };
+      } catch (error) {
+        if (!(error instanceof Canceled)) throw error;
+        if (error.failed.some((f) => f.label === 'org')) throw errors.notFound('org', sandbox.orgId);
+        if (idempotency !== undefined && error.failed.some((f) => f.label === 'idempotency')) {
+          return replay(sandbox.orgId, idempotency);
+        }
+        if (error.failed.some((f) => f.label === 'waiting')) throw waitingExceeded(options.maxWaiting ?? 0);
+        throw errors.conflict(`sandbox ${sandbox.id} already exists`);
+      }
+    },
+
+    async getSandbox(orgId: string, id: string): Promise<SandboxRecord | undefined> {
+      return c.t.getParsed(keyOf.sandbox(orgId, id), sandboxRecordSchema);
+    },
+
+    async listQueued(orgId: string, limit: number): Promise<SandboxRecord[]> {
+      const page = await c.t.queryPage(
+        {
+          IndexName: tableKeys.byParent.name,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': tableKeys.byParent.partition },
+          ExpressionAttributeValues: { ':pk': queuedParent(orgId) },
+        },
+        limit,
+        (item) => sandboxRecordSchema.parse(item),
+        (sandbox) => sandbox.id,
+      );
+      return page.items;
+    },
+
+    async listSandboxes(
+      orgId: string,
+      filter: SandboxFilter,
+      page: PageRequest,
+    ): Promise<Page<SandboxRecord>> {
+      const names: Record<string, string> = {};
+      const values: Record<string, unknown> = { ':pk': orgPartition(orgId), ':prefix': 'SBX#' };
+      const conditions: string[] = [];
+      if (filter.status !== undefined) {
+        names['#status'] = 'status';
+        values[':status'] = filter.status;
+        conditions.push('#status = :status');
+      }
+      if (filter.projectId !== undefined) {
+        values[':project'] = filter.projectId;
+        conditions.push('projectId = :project');
+      }
+      Object.entries(filter.labels ?? {}).forEach(([key, value], index) => {
+        names['#labels'] = 'labels';
+        names[`#l${index}`] = key;
+        values[`:l${index}`] = value;
+        conditions.push(`#labels.#l${index} = :l${index}`);
+      });
+      const after = decodeCursor(page.cursor);
+      return c.t.queryPage(
+        {
+          KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+          ...(conditions.length > 0 && { FilterExpression: conditions.join(' AND ') }),
+          ...(Object.keys(names).length > 0 && { ExpressionAttributeNames: names }),
+          ExpressionAttributeValues: values,
+          ...(after !== undefined && { ExclusiveStartKey: keyOf.sandbox(orgId, after) }),
+        },
+        page.limit,
+        (item) => sandboxRecordSchema.parse(item),
+        (sandbox) => sandbox.id,
+      );
+    },
+
+    async listSandboxesByStatus(
+      status: SandboxStatus,
+      page: PageRequest,
+      options: { dueBefore?: string } = {},
+    ): Promise<Page<SandboxRecord>> {
+      if (!indexedStatuses.has(status)) return { items: [], nextCursor: null };
+      const after = decodeCursor(page.cursor);
+      const before = options.dueBefore;
+      const { partition, sort } = tableKeys.byStatus;
+      const conditions = [`${partition} = :pk`];
+      const values: Record<string, unknown> = { ':pk': indexKeyOf.byStatus(status) };
+      if (after !== undefined && before !== undefined) {
+        // BETWEEN is inclusive: start just past the cursor.
+        conditions.push(`${sort} BETWEEN :after AND :before`);
+        Object.assign(values, { ':after': `${after}\u0001`, ':before': before });
+      } else if (after !== undefined) {
+        conditions.push(`${sort} > :after`);
+        values[':after'] = after;
+      } else if (before !== undefined) {
+        conditions.push(`${sort} < :before`);
+        values[':before'] = before;
+      }
+      return c.t.queryPage(
+        {
+          IndexName: tableKeys.byStatus.name,
+          KeyConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeValues: values,
+        },
+        page.limit,
+        (item) => sandboxRecordSchema.parse(item),
+        dueKeyOf,
+      );
+    },
+
+    async listSandboxesByPool(pool: string, page: PageRequest): Promise<Page<SandboxRecord>> {
+      return c.t.queryPage(
+        {
+          IndexName: tableKeys.byPool.name,
+          ...afterSortKey(
+            tableKeys.byPool.partition,
+            indexKeyOf.byPool(pool),
+            tableKeys.byPool.sort,
+            decodeCursor(page.cursor),
+          ),
+        },
+        page.limit,
+        (item) => sandboxRecordSchema.parse(item),
+        (sandbox) => sandbox.id,
+      );
+    },
+
+    async findSandbox(id: string): Promise<SandboxRecord | undefined> {
+      const orgId = (await c.t.get(keyOf.sandboxPointer(id)))?.orgId;
+      return typeof orgId === 'string' ? part.getSandbox(orgId, id) : undefined;
+    },
+
+    async updateSandbox(
+      current: SandboxRecord,
+      patch: SandboxPatch,
+      options: UpdateSandboxOptions = {},
+    ): Promise<SandboxRecord> {
+      const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
+      const budgets = ledgerChanges(current.billing, next.billing).flatMap((change) =>
+        ledgerOwnersOf(next).map((owner) => ({ owner, change })),
+      );
+      // A month's first charge to a budget finds its ledger without headroom: give it one, then again.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await writeSandbox(current, next, budgets, options);
+        } catch (error) {
+          if (!(error instanceof Canceled) || attempt >= 2) throw error;
+          const failed = budgets.find(({ owner, change }) =>
+            error.failed.some((f) => f.label === ledgerLabel(owner, change.month)),
+          );
+          if (failed === undefined) throw error;
+          const ledger = await readLedger(c.t, failed.owner, failed.change.month);
+          if (ledger.initialized) throw await refusal(c.t, failed.owner, failed.change);
+          await initLedger(c.t, failed.owner, failed.change.month);
+        }
+      }
+    },
+
+    async touchSandbox(orgId: string, id: string, at: string): Promise<string | undefined> {
+      try {
+        const answer = await c.t.call((doc) =>
+          doc.send(
+            new UpdateCommand({
+              TableName: c.table,
+              Key: keyOf.activity(orgId, id),
+              UpdateExpression: 'SET #at = :at',
+              ConditionExpression: 'attribute_not_exists(#at) OR #at < :at',
+              ExpressionAttributeNames: { '#at': 'at' },
+              ExpressionAttributeValues: { ':at': at },
+              ReturnValues: 'UPDATED_OLD',
+            }),
+          ),
+        );
+        const before = answer.Attributes?.at;
+        return typeof before === 'string' ? before : undefined;
+      } catch (error) {
+        // A later call was recorded first: times only move forward, and the sandbox was in use.
+        if (!isConditionFailed(error)) throw error;
+        return at;
+      }
+    },
+
+    async lastActivity(orgId: string, id: string): Promise<string | undefined> {
+      const at = (await c.t.get(keyOf.activity(orgId, id)))?.at;
+      return typeof at === 'string' ? at : undefined;
+    },
+  };
+  return part;
+}
