@@ -18,7 +18,7 @@ import type { DeadLetterSource, WorkQueue } from '../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { dynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
-import { MemoryStore } from '../lib/store/memory.ts';
+import { memoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
 import { WebhookFanout } from '../lib/webhooks/fanout.ts';
 import { env, requireAllEnv, requireEnv } from './environment.ts';
@@ -69,7 +69,7 @@ async function loadConfig(): Promise<Config> {
 
 /** The store, whose linking hook publishes lifecycle events to the bus and fans them out to webhooks. */
 function storeFromEnv(fanout: WebhookFanout): Store {
-  if (process.env[env.store] === 'memory') return new MemoryStore();
+  if (process.env[env.store] === 'memory') return memoryStore();
   const table = requireEnv(env.tableName);
   const bus = process.env[env.eventBusName];
   const publishers: EventPublisher[] = [fanout];

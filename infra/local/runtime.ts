@@ -41,7 +41,7 @@ import { requeueUnfinished } from '../../lib/scheduler/sweep.ts';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { WebhookFanout } from '../../lib/webhooks/fanout.ts';
 import { apiGateway } from './api-gateway.ts';
@@ -65,7 +65,7 @@ async function localStore(
 ): Promise<{ store: () => Store; table?: { endpoint: string; tableName: string }; stop(): Promise<void> }> {
   if ((options.storeKind ?? 'memory') === 'memory') {
     // The memory store stands for the table itself: every container shares it, as they share DynamoDB.
-    const memory = new MemoryStore({ onLinking });
+    const memory = memoryStore({ onLinking });
     return { store: () => memory, stop: async () => {} };
   }
   const emulator =

@@ -11,7 +11,7 @@ import { awsLimits } from '../../lib/limits.ts';
 import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
 import { snapshotSchema } from '../../lib/schemas/sandbox-operations.ts';
 import { type SandboxView, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
@@ -214,7 +214,7 @@ describe('long operations never hold an API request', () => {
   it('a 60 s snapshot: the API answers 202 within the limit, the worker dies after the backend took it, and the retry records that same snapshot: ready, nothing left over', async () => {
     const backend = new FakeAdapter({ delaysMs: { snapshot: 60_000 } });
     // The worker "dies" at its first attempt to record the finished snapshot (after the backend made it).
-    const store = new MemoryStore();
+    const store = memoryStore();
     const settle = store.settleSnapshot.bind(store);
     let killed = 0;
     store.settleSnapshot = async (...args) => {

@@ -6,7 +6,7 @@ import { type ControlPlane, createControlPlane } from '../../lib/control-plane.t
 import { silentLog } from '../../lib/log.ts';
 import type { QueueName, SendOptions, WorkMessage, WorkQueue } from '../../lib/queue/port.ts';
 import { runOperation } from '../../lib/scheduler/operations-worker.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import type { Principal } from '../../lib/tenancy/auth.ts';
 
 /** A queue that records what was sent, for tests of lib logic that do not need SQS itself. */
@@ -60,7 +60,7 @@ export async function testPlane(
   });
   const queue = new RecordingQueue();
   // The store keeps the plane's clock: idempotency windows and audit times are read against it.
-  const store = new MemoryStore(overrides.now !== undefined ? { now: overrides.now } : {});
+  const store = memoryStore(overrides.now !== undefined ? { now: overrides.now } : {});
   const plane: ControlPlane = createControlPlane({
     config,
     store,

@@ -2,7 +2,7 @@ import { inject } from 'vitest';
 import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
 import { type DynamoDbStoreOptions, dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 
 let tables = 0;
@@ -12,7 +12,7 @@ export const storeFactories: Record<
   'memory' | 'dynamodb',
   (options?: Partial<DynamoDbStoreOptions>) => Promise<Store>
 > = {
-  memory: async () => new MemoryStore(),
+  memory: async () => memoryStore(),
   dynamodb: async (options = {}) => {
     const base = localDynamoDbClient(inject('dynamodbEndpoint'));
     const tableName = `test-${process.pid}-${++tables}`;

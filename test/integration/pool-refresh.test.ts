@@ -6,7 +6,7 @@ import { createControlPlane } from '../../lib/control-plane.ts';
 import { silentLog } from '../../lib/log.ts';
 import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
 import { provisionSandbox as provision } from '../../lib/scheduler/provision.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 
@@ -22,7 +22,7 @@ async function plane(adapters: Record<string, FakeAdapter>) {
     devMode: true,
     pools: Object.keys(adapters).map((name) => ({ name, adapter: 'fake' })),
   });
-  const store = new MemoryStore();
+  const store = memoryStore();
   const pools = await buildPools(config, { log: silentLog, adapters, store });
   const control = createControlPlane({ config, store, queue: new RecordingQueue(), pools, log: silentLog });
   const org = await control.tenancy.createOrg({ name: 'refresh' });

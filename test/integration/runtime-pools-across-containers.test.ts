@@ -7,7 +7,7 @@ import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 
@@ -17,7 +17,7 @@ import { orgPrincipal } from '../helpers/records.ts';
  */
 describe('a pool added at runtime, seen from other containers', () => {
   it('provisions, execs, terminates and reconciles on it from containers that never saw it registered', async () => {
-    const store = new MemoryStore();
+    const store = memoryStore();
     const config = parseConfig({ devMode: true, pools: [] });
     // Every container's registry builds `lab` on the same backend, as they would from its stored settings.
     const backend = new FakeAdapter();

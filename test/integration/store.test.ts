@@ -4,7 +4,7 @@ import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/cl
 import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { auditItem, keyOf } from '../../lib/store/dynamodb/items.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { type MemoryStore, memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { storeConformance } from './store-conformance.ts';
 import { activityConformance, budgetConformance, webhookConformance } from './tenant-policy-conformance.ts';
@@ -13,7 +13,7 @@ let lastMemory: MemoryStore | undefined;
 
 storeConformance('memory', {
   async create(options) {
-    if (options?.shared !== true || lastMemory === undefined) lastMemory = new MemoryStore();
+    if (options?.shared !== true || lastMemory === undefined) lastMemory = memoryStore();
     return lastMemory;
   },
   tamper(store: Store) {
@@ -36,9 +36,9 @@ storeConformance('memory', {
   },
 });
 
-budgetConformance('memory', { create: async () => new MemoryStore() });
-webhookConformance('memory', { create: async () => new MemoryStore() });
-activityConformance('memory', { create: async () => new MemoryStore() });
+budgetConformance('memory', { create: async () => memoryStore() });
+webhookConformance('memory', { create: async () => memoryStore() });
+activityConformance('memory', { create: async () => memoryStore() });
 
 const base = localDynamoDbClient(inject('dynamodbEndpoint'));
 const doc = documentClient(base);

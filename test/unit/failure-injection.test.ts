@@ -7,7 +7,7 @@ import { silentLog } from '../../lib/log.ts';
 import { holdingsOf, round } from '../../lib/quotas/usage.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { Principal } from '../../lib/tenancy/auth.ts';
 import { RecordingQueue } from '../helpers/plane.ts';
@@ -58,7 +58,7 @@ describe('a failed write never leaves usage and records disagreeing', () => {
   it.each([1, 2, 3, 4, 5])(
     'with the lifecycle’s write %i failing, then retried to the end',
     async (failAt) => {
-      const inner = new MemoryStore();
+      const inner = memoryStore();
       const store = failingStore(inner, failAt);
       const fake = new FakeAdapter();
       const config = parseConfig({

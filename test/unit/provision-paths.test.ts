@@ -12,7 +12,7 @@ import { errors } from '../../lib/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../../lib/store/records.ts';
 import { RecordingQueue, testPlane } from '../helpers/plane.ts';
@@ -28,7 +28,7 @@ async function boundedPlane() {
       { name: 'second', adapter: 'fake', maxConcurrency: 1 },
     ],
   });
-  const store = new MemoryStore();
+  const store = memoryStore();
   const plane = createControlPlane({
     config,
     store,
@@ -464,7 +464,7 @@ describe('the provision worker, path by path', () => {
       pools: [{ name: 'first', adapter: 'fake' }],
       scheduler: { provisionTimeoutSeconds: 5 },
     });
-    const store = new MemoryStore();
+    const store = memoryStore();
     const plane = createControlPlane({
       config,
       store,

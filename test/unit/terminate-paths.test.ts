@@ -12,7 +12,7 @@ import { errors } from '../../lib/errors.ts';
 import { silentLog } from '../../lib/log.ts';
 import { provisionSandbox } from '../../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
-import { MemoryStore } from '../../lib/store/memory.ts';
+import { memoryStore } from '../../lib/store/memory.ts';
 import { RecordingQueue, testPlane } from '../helpers/plane.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 
@@ -125,7 +125,7 @@ describe('the terminate worker, path by path', () => {
       pools: [{ name: 'slow', adapter: 'fake' }],
       scheduler: { terminateTimeoutSeconds: 5 },
     });
-    const store = new MemoryStore();
+    const store = memoryStore();
     const plane = createControlPlane({
       config,
       store,
@@ -145,7 +145,7 @@ describe('the terminate worker, path by path', () => {
   });
 
   it('finds a pool added through another container since this one last looked, and deletes there', async () => {
-    const store = new MemoryStore();
+    const store = memoryStore();
     const lab = new FakeAdapter();
     const config = parseConfig({ devMode: true, pools: [] });
     const container = async () =>
