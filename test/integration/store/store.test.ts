@@ -1,12 +1,12 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import { auditItem, keyOf } from '../../lib/store/dynamodb/items.ts';
-import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { type MemoryStore, memoryStore } from '../../lib/store/memory.ts';
-import type { Store } from '../../lib/store/port.ts';
-import { storeConformance } from './store-conformance.ts';
+import { documentClient, localDynamoDbClient } from '../../../lib/store/dynamodb/client.ts';
+import { dynamoDbStore } from '../../../lib/store/dynamodb/dynamodb-store.ts';
+import { auditItem, keyOf } from '../../../lib/store/dynamodb/items.ts';
+import { ensureTable } from '../../../lib/store/dynamodb/table.ts';
+import { type MemoryStore, memoryStore } from '../../../lib/store/memory.ts';
+import type { Store } from '../../../lib/store/port.ts';
+import { storeConformance } from './conformance.ts';
 import { activityConformance, budgetConformance, webhookConformance } from './tenant-policy-conformance.ts';
 
 let lastMemory: MemoryStore | undefined;

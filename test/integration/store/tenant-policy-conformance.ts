@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { billingAfterTtlChange, reservationFor } from '../../lib/budgets/billing.ts';
-import { type PoolPrices, poolPricesSchema, ratesOf } from '../../lib/budgets/prices.ts';
-import { ApiError } from '../../lib/errors.ts';
-import { newId } from '../../lib/ids.ts';
-import { transitionSandbox } from '../../lib/sandboxes/transition.ts';
-import type { SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
-import { quotaSchema } from '../../lib/schemas/tenancy.ts';
-import type { WebhookRecord } from '../../lib/schemas/webhooks.ts';
-import type { Store } from '../../lib/store/port.ts';
-import type { OrgRecord, ProjectRecord, SandboxRecord } from '../../lib/store/records.ts';
-import { verifyOrgChain } from '../../lib/tenancy/audit-trail.ts';
-import { sandboxRecord } from '../helpers/records.ts';
+import { billingAfterTtlChange, reservationFor } from '../../../lib/budgets/billing.ts';
+import { type PoolPrices, poolPricesSchema, ratesOf } from '../../../lib/budgets/prices.ts';
+import { ApiError } from '../../../lib/errors.ts';
+import { newId } from '../../../lib/ids.ts';
+import { transitionSandbox } from '../../../lib/sandboxes/transition.ts';
+import type { SandboxStatus } from '../../../lib/schemas/sandbox-status.ts';
+import { quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import type { WebhookRecord } from '../../../lib/schemas/webhooks.ts';
+import type { Store } from '../../../lib/store/port.ts';
+import type { OrgRecord, ProjectRecord, SandboxRecord } from '../../../lib/store/records.ts';
+import { verifyOrgChain } from '../../../lib/tenancy/audit-trail.ts';
+import { sandboxRecord } from '../../helpers/records.ts';
 
 /**
  * Budgets on every Store: reservations, settlements and refusals written with the sandbox's move, exact
