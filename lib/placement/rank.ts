@@ -1,6 +1,6 @@
 import type { Config } from '../config.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
-import type { Store } from '../store/port.ts';
+import type { PoolStore } from '../store/pools/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import { type Placement, type PlacementRequest, type PoolState, place } from './policy.ts';
 
@@ -48,7 +48,7 @@ export function poolStatesNow(pools: PoolRegistry, now = Date.now()): PoolState[
 /** Every pool's state, with the active count read for pools bounded by maxConcurrency. */
 export async function poolStates(
   pools: PoolRegistry,
-  store: Store,
+  store: PoolStore,
   now = Date.now(),
 ): Promise<{ pool: Pool; state: PoolState }[]> {
   return Promise.all(
@@ -73,7 +73,7 @@ export interface RankedPools {
  */
 export async function rankPools(
   record: SandboxRecord,
-  deps: { pools: PoolRegistry; store: Store; config: Config },
+  deps: { pools: PoolRegistry; store: PoolStore; config: Config },
   now = Date.now(),
   options: { synced?: boolean } = {},
 ): Promise<RankedPools> {
@@ -89,7 +89,7 @@ export async function rankPools(
 
 async function placeNow(
   record: SandboxRecord,
-  deps: { pools: PoolRegistry; store: Store; config: Config },
+  deps: { pools: PoolRegistry; store: PoolStore; config: Config },
   now: number,
 ) {
   const states = await poolStates(deps.pools, deps.store, now);

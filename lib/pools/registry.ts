@@ -1,7 +1,7 @@
 import type { Capabilities, ExecutionAdapter } from '../adapter/port.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import { errors } from '../errors.ts';
-import type { Store } from '../store/port.ts';
+import type { PoolStore } from '../store/pools/port.ts';
 import type { PoolRecord, PoolView } from '../store/records.ts';
 
 /** A pool's settings; the adapter kind is any string so a pool stored by another build still loads. */
@@ -28,7 +28,7 @@ export type PoolBuilder = (spec: PoolSpec) => Promise<Pool>;
 
 export interface PoolRegistryOptions {
   /** Where runtime pools, refreshed views and the stored policy live. */
-  store?: Store;
+  store?: PoolStore;
   /** Builds runtime pools as they appear in the store. */
   build?: PoolBuilder;
   /** The policy from the config file, used until one is stored. */
@@ -97,7 +97,7 @@ export class PoolRegistry {
     if (this.#version !== version) await this.sync(true);
   }
 
-  async #load(store: Store): Promise<void> {
+  async #load(store: PoolStore): Promise<void> {
     const { pools: records, views, policy, version } = await store.readPools();
     this.#version = version;
     const seen = new Set<string>();

@@ -14,13 +14,15 @@ import {
   resourcesSchema,
   type SandboxIdle,
 } from '../schemas/sandboxes.ts';
-import type { ReadAlongResult, Store } from '../store/port.ts';
+import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
+import type { SnapshotStore } from '../store/snapshots/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { resolveIdlePolicy } from './idle.ts';
 
 export interface AdmissionDeps {
-  store: Store;
+  store: TenancyStore & SnapshotStore;
   pools: PoolRegistry;
   config: Config;
 }

@@ -7,8 +7,8 @@ import {
 } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import type { IdlePolicy, SandboxIdle } from '../schemas/sandboxes.ts';
-import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 import { transitionSandbox } from './transition.ts';
 
 /**
@@ -107,7 +107,7 @@ export function idledAwaitingAccess(record: { status: string; idle: SandboxIdle 
  * with another writer following it first is the store's `conflict`, for the caller to settle.
  */
 export async function followBackendIdleOf(
-  store: Store,
+  store: SandboxStore,
   adapter: ExecutionAdapter,
   record: SandboxRecord,
   idle: SandboxIdle,
@@ -124,7 +124,7 @@ export async function followBackendIdleOf(
  * `idle`) and `idledAt` as the control plane's own, so the next exec or file call resumes it first.
  */
 export function followBackendIdle(
-  store: Store,
+  store: SandboxStore,
   record: SandboxRecord,
   idle: SandboxIdle,
   state: 'paused' | 'stopped',

@@ -3,13 +3,14 @@ import { errors } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-operations.ts';
-import type { SandboxPatch, Store } from '../store/port.ts';
+import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 import { lifecycleMoves } from './lifecycle-moves.ts';
 import { transitionSandbox } from './transition.ts';
 
 export interface LifecycleRequestDeps {
-  store: Store;
+  store: SandboxStore;
   queue: WorkQueue;
   log: Log;
 }

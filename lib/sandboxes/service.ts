@@ -18,15 +18,11 @@ import {
   type SandboxIdle,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
-import type {
-  Page,
-  PageRequest,
-  ReadAlongResult,
-  SandboxFilter,
-  SandboxPatch,
-  Store,
-} from '../store/port.ts';
+import type { Page, PageRequest, ReadAlongResult, SandboxFilter, SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SnapshotStore } from '../store/snapshots/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { admit } from './admission.ts';
 import { boundExecResult } from './exec-output.ts';
@@ -65,7 +61,7 @@ export async function waitWhile<T>(
 }
 
 export interface SandboxServiceDeps {
-  store: Store;
+  store: TenancyStore & SandboxStore & SnapshotStore;
   queue: WorkQueue;
   pools: PoolRegistry;
   config: Config;

@@ -1,8 +1,9 @@
 import { billingAfterMove } from '../budgets/billing.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
-import type { SandboxPatch, Store } from '../store/port.ts';
+import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 import { assertTransition } from './status-guards.ts';
 
 export interface TransitionOptions {
@@ -21,7 +22,7 @@ export interface TransitionOptions {
  * org's audit chain records it, both in the same atomic write.
  */
 export async function transitionSandbox(
-  store: Store,
+  store: SandboxStore,
   current: SandboxRecord,
   to: SandboxStatus,
   patch: SandboxPatch,

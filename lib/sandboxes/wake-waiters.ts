@@ -1,13 +1,13 @@
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 
 /** How many waiters one released reservation wakes, per kind. */
 const wakeCount = 3;
 
 export interface WakeDeps {
-  store: Store;
+  store: SandboxStore;
   queue: WorkQueue;
   log: Log;
 }

@@ -1,5 +1,6 @@
-import type { SandboxPatch, Store } from '../store/port.ts';
+import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 
 /**
  * Work that is alive touches its record at most this often, so the sweep can tell a waiting sandbox
@@ -9,7 +10,7 @@ export const heartbeatSeconds = 60;
 
 /** Records a new status message, or refreshes updatedAt when the same one is older than a heartbeat. */
 export async function noteProgress(
-  store: Store,
+  store: SandboxStore,
   record: SandboxRecord,
   message: string,
   now: Date,

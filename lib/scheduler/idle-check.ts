@@ -13,11 +13,11 @@ import {
 } from '../sandboxes/idle.ts';
 import { requestLifecycle } from '../sandboxes/lifecycle-request.ts';
 import type { SandboxIdle } from '../schemas/sandboxes.ts';
-import type { Store } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 
 export interface IdleCheckDeps {
-  store: Store;
+  store: SandboxStore;
   pools: PoolRegistry;
   queue: WorkQueue;
   log: Log;

@@ -11,13 +11,14 @@ import { transitionSandbox } from '../sandboxes/transition.ts';
 import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-operations.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
-import type { Store } from '../store/port.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SnapshotStore } from '../store/snapshots/port.ts';
 import { provisionBackoffSeconds } from './backoff.ts';
 import { checkIdle, startIdleClock } from './idle-check.ts';
 
 export interface OperationsDeps {
-  store: Store;
+  store: SandboxStore & SnapshotStore;
   pools: PoolRegistry;
   queue: WorkQueue;
   config: Config;

@@ -1,12 +1,12 @@
 import { effectiveFeatures } from '../adapter/port.ts';
 import type { Log } from '../log.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
-import type { Store } from '../store/port.ts';
+import type { PoolStore } from '../store/pools/port.ts';
 import type { PoolView } from '../store/records.ts';
 
 export interface PoolRefreshDeps {
   pools: PoolRegistry;
-  store: Store;
+  store: PoolStore;
   log: Log;
   now?: () => Date;
 }

@@ -13,14 +13,19 @@ import { neverFits } from '../quotas/usage.ts';
 import { idleKeptByBackend } from '../sandboxes/idle.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import type { WaitReason } from '../schemas/sandbox-status.ts';
-import type { SandboxPatch, Store } from '../store/port.ts';
+import type { AuditStore } from '../store/audit/port.ts';
+import type { PoolStore } from '../store/pools/port.ts';
+import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SnapshotStore } from '../store/snapshots/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import { provisionBackoffSeconds, waitSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
 import { startIdleClock } from './idle-check.ts';
 
 export interface ProvisionDeps {
-  store: Store;
+  store: TenancyStore & PoolStore & SandboxStore & SnapshotStore & AuditStore;
   pools: PoolRegistry;
   queue: WorkQueue;
   config: Config;

@@ -9,15 +9,17 @@ import type { WorkQueue } from '../queue/port.ts';
 import { followBackendIdle, wentIdle } from '../sandboxes/idle.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import { isSettledWithInstance, isTerminal } from '../schemas/sandbox-status.ts';
-import type { Store } from '../store/port.ts';
+import type { AuditStore } from '../store/audit/port.ts';
+import type { LeaseStore } from '../store/leases/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 
 const leaseName = 'reconcile';
 const leaseSeconds = 300;
 const system = actors.reconciler;
 
 export interface ReconcileDeps {
-  store: Store;
+  store: SandboxStore & AuditStore & LeaseStore;
   pools: PoolRegistry;
   queue: WorkQueue;
   config: Config;
@@ -263,7 +265,10 @@ async function reconcilePool(
   return report;
 }
 
-async function allLiveOnPool(store: Store, pool: string): Promise<Map<string, SandboxRecord>> {
+async function allLiveOnPool(
+  store: SandboxStore & AuditStore & LeaseStore,
+  pool: string,
+): Promise<Map<string, SandboxRecord>> {
   const live = new Map<string, SandboxRecord>();
   let cursor: string | undefined;
   do {

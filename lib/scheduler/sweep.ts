@@ -7,12 +7,15 @@ import { actionOf } from '../sandboxes/lifecycle-moves.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
 import { type SandboxStatus, settledWithInstance, transitionalStatuses } from '../schemas/sandbox-status.ts';
-import type { Store } from '../store/port.ts';
+import type { AuditStore } from '../store/audit/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SnapshotStore } from '../store/snapshots/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import { abandonOperation } from './operations-worker.ts';
 
 export interface SweepDeps {
-  store: Store;
+  store: TenancyStore & SandboxStore & SnapshotStore & AuditStore;
   queue: WorkQueue;
   config: Config;
   log: Log;

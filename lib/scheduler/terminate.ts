@@ -6,12 +6,12 @@ import type { PoolRegistry } from '../pools/registry.ts';
 import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage } from '../queue/port.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
-import type { Store } from '../store/port.ts';
+import type { SandboxStore } from '../store/sandboxes/port.ts';
 import { terminateBackoffSeconds } from './backoff.ts';
 import { noteProgress } from './heartbeat.ts';
 
 export interface TerminateDeps {
-  store: Store;
+  store: SandboxStore;
   pools: PoolRegistry;
   config: Config;
   log: Log;

@@ -1,10 +1,16 @@
 import { type AuditEvent, type ChainVerification, verifyChain } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
-import { installationChain, type Page, type PageRequest, type Store } from '../store/port.ts';
+import type { AuditStore } from '../store/audit/port.ts';
+import { installationChain, type Page, type PageRequest } from '../store/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from './auth.ts';
 
 /** Every event of an org's chain, in seq order, page by page. */
-export async function* auditEvents(store: Store, orgId: string, pageSize = 100): AsyncGenerator<AuditEvent> {
+export async function* auditEvents(
+  store: TenancyStore & AuditStore,
+  orgId: string,
+  pageSize = 100,
+): AsyncGenerator<AuditEvent> {
   let cursor: string | undefined;
   do {
     const page = await store.listAudit(orgId, { cursor, limit: pageSize });
@@ -14,7 +20,10 @@ export async function* auditEvents(store: Store, orgId: string, pageSize = 100):
 }
 
 /** Recomputes an org's chain from its first event and reports the first broken link. */
-export async function verifyOrgChain(store: Store, orgId: string): Promise<ChainVerification> {
+export async function verifyOrgChain(
+  store: TenancyStore & AuditStore,
+  orgId: string,
+): Promise<ChainVerification> {
   const head = await store.auditHead(orgId);
   return verifyChain(auditEvents(store, orgId), head);
 }
@@ -24,7 +33,7 @@ export async function verifyOrgChain(store: Store, orgId: string): Promise<Chain
  * objects: a project-restricted key may not read it.
  */
 export async function readOrgAudit(
-  store: Store,
+  store: TenancyStore & AuditStore,
   principal: OrgPrincipal,
   page: PageRequest,
 ): Promise<Page<AuditEvent>> {
@@ -35,7 +44,9 @@ export async function readOrgAudit(
 }
 
 /** Every chain verified: the installation's own (pools, policy) first, then every org's; the first break ends it. */
-export async function verifyAllChains(store: Store): Promise<ChainVerification & { orgId?: string }> {
+export async function verifyAllChains(
+  store: TenancyStore & AuditStore,
+): Promise<ChainVerification & { orgId?: string }> {
   const installation = await verifyOrgChain(store, installationChain);
   if (!installation.ok) return { ...installation, orgId: installationChain };
   let checked = installation.checked;

@@ -1,7 +1,8 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import { isId } from '../ids.ts';
-import type { ReadAlong, ReadAlongResult, Store } from '../store/port.ts';
+import type { ReadAlong, ReadAlongResult } from '../store/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 
 export type Principal =
   /**
@@ -117,7 +118,7 @@ const rememberedKeys = 10_000;
  * this container remembers is only which org a key id belongs to, which never changes: with it, the key
  * and the records its request needs next (the sandbox, the org) are read in one round trip.
  */
-export function createAuthenticator(store: Store, adminKey: string | undefined): Authenticator {
+export function createAuthenticator(store: TenancyStore, adminKey: string | undefined): Authenticator {
   const orgOfKey = new Map<string, string>();
   const nothing: ReadAlongResult = {};
   return {

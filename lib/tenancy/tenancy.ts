@@ -14,8 +14,9 @@ import type {
   setQuotaSchema,
 } from '../schemas/tenancy.ts';
 import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../schemas/tenancy.ts';
-import type { Page, PageRequest, Store } from '../store/port.ts';
+import type { Page, PageRequest } from '../store/port.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
 import { e2bKeyForm, mintKeySecret } from './auth.ts';
 
 export function orgView(org: OrgRecord): OrgView {
@@ -52,10 +53,10 @@ export function keyView(key: KeyRecord): KeyView {
 }
 
 export class Tenancy {
-  readonly #store: Store;
+  readonly #store: TenancyStore;
   readonly #now: () => Date;
 
-  constructor(deps: { store: Store; now?: (() => Date) | undefined }) {
+  constructor(deps: { store: TenancyStore; now?: (() => Date) | undefined }) {
     this.#store = deps.store;
     this.#now = deps.now ?? (() => new Date());
   }

@@ -2,12 +2,12 @@ import { describeError, type Log } from '../log.ts';
 import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage } from '../queue/port.ts';
 import type { WebhookDelivery } from '../schemas/webhooks.ts';
-import type { Store } from '../store/port.ts';
+import type { WebhookStore } from '../store/webhooks/port.ts';
 import { type DeliverySender, postDelivery } from './sender.ts';
 import { deliveryIdHeader, eventTypeHeader, signatureHeader, signDelivery } from './signature.ts';
 
 export interface DeliverDeps {
-  store: Store;
+  store: WebhookStore;
   log: Log;
   devMode: boolean;
   now?: () => Date;

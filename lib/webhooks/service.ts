@@ -7,7 +7,8 @@ import {
   type WebhookRecord,
   type WebhookView,
 } from '../schemas/webhooks.ts';
-import type { Store } from '../store/port.ts';
+import type { TenancyStore } from '../store/tenancy/port.ts';
+import type { WebhookStore } from '../store/webhooks/port.ts';
 import { checkWebhookUrl } from './destinations.ts';
 import { newWebhookSecret } from './signature.ts';
 
@@ -34,11 +35,15 @@ export function webhookView(record: WebhookRecord, now: Date): WebhookView {
 
 /** The org's webhook endpoints (admin API): registered with a URL the destination rules allow. */
 export class Webhooks {
-  readonly #store: Store;
+  readonly #store: TenancyStore & WebhookStore;
   readonly #devMode: boolean;
   readonly #now: () => Date;
 
-  constructor(deps: { store: Store; config: { devMode: boolean }; now?: (() => Date) | undefined }) {
+  constructor(deps: {
+    store: TenancyStore & WebhookStore;
+    config: { devMode: boolean };
+    now?: (() => Date) | undefined;
+  }) {
     this.#store = deps.store;
     this.#devMode = deps.config.devMode;
     this.#now = deps.now ?? (() => new Date());
