@@ -7,7 +7,7 @@ import { snapshotsConformance } from './snapshots-conformance.ts';
 import type { StoreUnderTest } from './store-under-test.ts';
 import { tenancyConformance } from './tenancy-conformance.ts';
 
-/** The behaviour every Store implementation must have, aggregate by aggregate; run against each in test/integration/store.test.ts. */
+/** The behaviour every Store implementation must have, aggregate by aggregate; run against each in test/integration/store/store.test.ts. */
 export function storeConformance(name: string, subject: StoreUnderTest): void {
   describe(`Store conformance: ${name}`, () => {
     tenancyConformance(subject);
