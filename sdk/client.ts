@@ -95,6 +95,12 @@ function changes<T>(onProgress: ((current: T) => void) | undefined) {
   };
 }
 
+/** Options of a lifecycle call: `wait` for a 202's sandbox to settle, for at most `timeoutMs`. */
+export interface LifecycleOptions {
+  wait?: boolean;
+  timeoutMs?: number;
+}
+
 interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
@@ -302,44 +308,37 @@ export class DifferentlyClient {
   }
 
   /**
-   * Stops the sandbox. The answer is the settled sandbox, or (202) the sandbox still
-   * stopping; `wait: true` waits for it to settle (waitUntilSettled).
+   * Stops the sandbox. The answer is the settled sandbox, or (202) the sandbox still stopping;
+   * `wait: true` waits for it to settle (waitUntilSettled).
    */
-  async stop(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
-    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/stop`);
-    return options.wait === true && transitionalStatuses.includes(sandbox.status)
-      ? this.waitUntilSettled(id, options)
-      : sandbox;
+  stop(id: string, options: LifecycleOptions = {}): Promise<SandboxView> {
+    return this.#lifecycle('stop', id, options);
   }
 
-  /**
-   * Starts the sandbox. The answer is the settled sandbox, or (202) the sandbox still
-   * starting; `wait: true` waits for it to settle (waitUntilSettled).
-   */
-  async start(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
-    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/start`);
-    return options.wait === true && transitionalStatuses.includes(sandbox.status)
-      ? this.waitUntilSettled(id, options)
-      : sandbox;
+  /** Starts a stopped sandbox; 202 and `wait` as for stop. */
+  start(id: string, options: LifecycleOptions = {}): Promise<SandboxView> {
+    return this.#lifecycle('start', id, options);
   }
 
-  /**
-   * Pauses the sandbox. The answer is the settled sandbox, or (202) the sandbox still
-   * pausing; `wait: true` waits for it to settle (waitUntilSettled).
-   */
-  async pause(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
-    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/pause`);
-    return options.wait === true && transitionalStatuses.includes(sandbox.status)
-      ? this.waitUntilSettled(id, options)
-      : sandbox;
+  /** Pauses the sandbox; 202 and `wait` as for stop. */
+  pause(id: string, options: LifecycleOptions = {}): Promise<SandboxView> {
+    return this.#lifecycle('pause', id, options);
   }
 
-  /**
-   * Resumes the sandbox. The answer is the settled sandbox, or (202) the sandbox still
-   * resuming; `wait: true` waits for it to settle (waitUntilSettled).
-   */
-  async resume(id: string, options: { wait?: boolean; timeoutMs?: number } = {}): Promise<SandboxView> {
-    const sandbox = await this.#json<SandboxView>('POST', `/v1/sandboxes/${encodeURIComponent(id)}/resume`);
+  /** Resumes a paused sandbox; 202 and `wait` as for stop. */
+  resume(id: string, options: LifecycleOptions = {}): Promise<SandboxView> {
+    return this.#lifecycle('resume', id, options);
+  }
+
+  async #lifecycle(
+    action: 'stop' | 'start' | 'pause' | 'resume',
+    id: string,
+    options: LifecycleOptions,
+  ): Promise<SandboxView> {
+    const sandbox = await this.#json<SandboxView>(
+      'POST',
+      `/v1/sandboxes/${encodeURIComponent(id)}/${action}`,
+    );
     return options.wait === true && transitionalStatuses.includes(sandbox.status)
       ? this.waitUntilSettled(id, options)
       : sandbox;
@@ -402,6 +401,28 @@ export class DifferentlyClient {
 
   openapi(): Promise<Record<string, unknown>> {
     return this.#json('GET', '/v1/openapi.json', { retry: true });
+  }
+
+  /**
+   * Sends one JSON-RPC message to the MCP endpoint (streamable HTTP, stateless) and answers its replies in
+   * order, whether the server streamed them (SSE) or answered JSON; a notification has none. Agents
+   * usually speak MCP through the MCP SDK; this is the endpoint without one.
+   */
+  async mcp(message: Record<string, unknown>): Promise<unknown[]> {
+    const response = await this.#send('POST', '/v1/mcp', {
+      body: message,
+      headers: { accept: 'application/json, text/event-stream' },
+    });
+    const text = await response.text();
+    if (text === '') return [];
+    if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      return text
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line): unknown => JSON.parse(line.slice(5)));
+    }
+    const answer: unknown = JSON.parse(text);
+    return Array.isArray(answer) ? answer : [answer];
   }
 
   /** Admin routes: need the admin key. */

@@ -41,6 +41,33 @@ describe('the TypeScript SDK', () => {
     expect((await admin.openapi()).openapi).toBe('3.1.0');
   });
 
+  it('speaks JSON-RPC to the MCP endpoint as the key: its answers in order, none for a notification', async () => {
+    const [initialized] = await tenant.mcp({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'sdk-test', version: '1' },
+      },
+    });
+    expect(initialized).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { serverInfo: { name: expect.any(String) } },
+    });
+    const [listed] = await tenant.mcp({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    expect(listed).toMatchObject({
+      id: 2,
+      result: { tools: expect.arrayContaining([expect.objectContaining({ name: expect.any(String) })]) },
+    });
+    expect(await tenant.mcp({ jsonrpc: '2.0', method: 'notifications/initialized' })).toEqual([]);
+    await expect(admin.mcp({ jsonrpc: '2.0', id: 3, method: 'tools/list' })).rejects.toMatchObject({
+      status: 403,
+    });
+  });
+
   it('runs a sandbox through its whole life', async () => {
     const created = await tenant.createSandbox({ placement: { allowedPools: ['fake'] }, env: { A: '1' } });
     const sandbox = await tenant.waitUntilRunning(created.id, { intervalMs: 20 });
