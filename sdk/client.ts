@@ -5,7 +5,7 @@ import type { WebhookView } from '../lib/schemas/webhooks.ts';
 
 /** A receiver checks a delivery with this: its secret, the signature header, the raw body. */
 export { verifyDelivery as verifyWebhookSignature } from '../lib/webhooks/signature.ts';
-export type { BudgetView, WebhookView };
+export type { BudgetView, Snapshot, WebhookView };
 
 import type {
   createPoolSchema,
@@ -19,11 +19,7 @@ import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
-import type {
-  fileInfoSchema,
-  snapshotDeletedSchema,
-  snapshotSchema,
-} from '../lib/schemas/sandbox-operations.ts';
+import type { fileInfoSchema, Snapshot, snapshotDeletedSchema } from '../lib/schemas/sandbox-operations.ts';
 import { transitionalStatuses as transitional } from '../lib/schemas/sandbox-status.ts';
 import type {
   CreateSandboxRequest,
@@ -45,7 +41,6 @@ import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
 /** The statuses a wait goes through (the server's own list). */
 const transitionalStatuses: readonly string[] = transitional;
 
-export type Snapshot = z.infer<typeof snapshotSchema>;
 export type FileInfo = z.infer<typeof fileInfoSchema>;
 export type AuditEvent = z.infer<typeof auditEventSchema>;
 export type AuditVerification = z.infer<typeof auditVerificationSchema>;

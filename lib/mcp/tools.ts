@@ -7,6 +7,7 @@ import { idPattern } from '../ids.ts';
 import { describeError, type Log } from '../log.ts';
 import { parseLabelFilter } from '../sandboxes/label-filter.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
+import { snapshotView } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { pathQuerySchema, portRequestSchema, snapshotRequestSchema } from '../schemas/sandbox-operations.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
@@ -176,8 +177,7 @@ export function createMcpServer(deps: McpToolDeps): McpServer {
     onSandbox.extend(snapshotRequestSchema.shape),
     async ({ id, kind }) => {
       const { value } = await operations.snapshot(principal, id, kind);
-      const { backendRef: _ref, ...visible } = value;
-      return jsonResult(visible);
+      return jsonResult(snapshotView(value));
     },
   );
   tool(

@@ -10,7 +10,7 @@ import { actors } from '../audit/chain.ts';
 import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
-import type { LifecycleAction } from '../schemas/sandbox-operations.ts';
+import type { LifecycleAction, Snapshot } from '../schemas/sandbox-operations.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
@@ -26,6 +26,15 @@ import { sandboxView } from './transition.ts';
 export const maxFileBytes = 4 * 1024 * 1024;
 
 export type { LifecycleAction } from '../schemas/sandbox-operations.ts';
+
+/**
+ * A snapshot as tenants see it, over REST and MCP alike: the backend's ref stays inside, and `updatedAt`
+ * is always set (records written before it existed show their creation time).
+ */
+export function snapshotView(snapshot: SnapshotRecord): Snapshot {
+  const { backendRef: _backendRef, ...visible } = snapshot;
+  return { ...visible, updatedAt: snapshot.updatedAt ?? snapshot.createdAt };
+}
 
 /** What a lifecycle call, snapshot or fork answers: done (200/201), or accepted and still under way (202). */
 export interface Accepted<T> {

@@ -31,6 +31,7 @@ export const snapshotSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
+export type Snapshot = z.infer<typeof snapshotSchema>;
 
 /** The lifecycle calls a tenant makes; the worker finishes them when the backend needs longer. */
 export const lifecycleActions = ['stop', 'start', 'pause', 'resume'] as const;

@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
+import { snapshotSchema } from '../../lib/schemas/sandbox-operations.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 
 /**
@@ -109,6 +110,24 @@ describe('the MCP server over streamable HTTP', () => {
 
     const gone = await call(client, 'delete_sandbox', { id: sandbox.id });
     expect(viewSchema.parse(gone.structuredContent).status).toBe('terminating');
+    await client.close();
+  });
+
+  it('answers a snapshot as REST shows it: no backend ref, updatedAt set', async () => {
+    const client = await connect(e2e.key);
+    const sandbox = viewSchema.parse(
+      (await call(client, 'create_sandbox', { placement: { allowedPools: ['local'] } })).structuredContent,
+    );
+    const taken = await call(client, 'snapshot_sandbox', { id: sandbox.id });
+    expect(taken.isError).toBeFalsy();
+    const snapshot = snapshotSchema.strict().parse(taken.structuredContent);
+    const rest = await fetch(new URL(`/v1/snapshots/${snapshot.id}`, e2e.runtime.url), {
+      headers: { authorization: `Bearer ${e2e.key}` },
+    });
+    expect(Object.keys(snapshotSchema.strict().parse(await rest.json())).sort()).toEqual(
+      Object.keys(snapshot).sort(),
+    );
+    await call(client, 'delete_sandbox', { id: sandbox.id });
     await client.close();
   });
 

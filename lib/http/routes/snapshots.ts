@@ -1,3 +1,4 @@
+import { snapshotView } from '../../sandboxes/sandbox-operations.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import {
   snapshotDeletedSchema,
@@ -5,16 +6,9 @@ import {
   snapshotRequestSchema,
   snapshotSchema,
 } from '../../schemas/sandbox-operations.ts';
-import type { SnapshotRecord } from '../../store/records.ts';
 import { errorSchema, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
-
-/** A snapshot as tenants see it: the backend's ref stays inside. */
-function publicSnapshot(snapshot: SnapshotRecord) {
-  const { backendRef: _backendRef, ...visible } = snapshot;
-  return { ...visible, updatedAt: snapshot.updatedAt ?? snapshot.createdAt };
-}
 
 /** Snapshots: taken from a sandbox, listed, read and deleted. */
 export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
@@ -39,7 +33,7 @@ export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
       },
       handle: async ({ principal, params, body }) => {
         const { value, pending } = await operations.snapshot(principal, params.id, body.kind);
-        return { status: pending ? 202 : 201, body: publicSnapshot(value) };
+        return { status: pending ? 202 : 201, body: snapshotView(value) };
       },
     }),
     route({
@@ -51,7 +45,7 @@ export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 200: pageOf(snapshotSchema) },
       handle: async ({ principal, query }) => {
         const page = await operations.listSnapshots(principal, query);
-        return { status: 200, body: { items: page.items.map(publicSnapshot), nextCursor: page.nextCursor } };
+        return { status: 200, body: { items: page.items.map(snapshotView), nextCursor: page.nextCursor } };
       },
     }),
     route({
@@ -63,7 +57,7 @@ export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 200: snapshotSchema, 404: errorSchema },
       handle: async ({ principal, params }) => ({
         status: 200,
-        body: publicSnapshot(await operations.getSnapshot(principal, params.id)),
+        body: snapshotView(await operations.getSnapshot(principal, params.id)),
       }),
     }),
     route({
