@@ -1,7 +1,5 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import * as z from 'zod';
 import { errors } from '../../errors.ts';
-import { createMcpServer } from '../../mcp/tools.ts';
 import { maxUnreadMcpBytes, UnreadBound } from '../../mcp/unread-bound.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
@@ -32,6 +30,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema },
       handle: async ({ principal, request }) => {
         const unread = new UnreadBound(maxUnreadMcpBytes);
+        const { createMcpServer, WebStandardStreamableHTTPServerTransport } = await mcpServerModules();
         const server = createMcpServer({
           sandboxes: deps.sandboxes,
           operations: deps.operations,
@@ -84,6 +83,22 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
       },
     }),
   ];
+}
+
+/**
+ * The MCP server and its SDK (with the SDK's JSON-schema validator), loaded by the first MCP request:
+ * the API's cold start does not evaluate them for the routes that never use them. The bundle still holds
+ * them (esbuild inlines the import and defers its evaluation to here).
+ */
+async function mcpServerModules() {
+  const [tools, transport] = await Promise.all([
+    import('../../mcp/tools.ts'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+  ]);
+  return {
+    createMcpServer: tools.createMcpServer,
+    WebStandardStreamableHTTPServerTransport: transport.WebStandardStreamableHTTPServerTransport,
+  };
 }
 
 const jsonRpcError = z.object({ error: z.object({ message: z.string() }) });
