@@ -10,11 +10,11 @@ export default defineConfig({
   test: {
     include: [
       'test/unit/**/*.test.ts',
-      'test/integration/reconcile.test.ts',
-      'test/integration/conflict-retry.test.ts',
-      'test/integration/operations-worker.test.ts',
-      'test/integration/runtime-pools-across-containers.test.ts',
-      'test/integration/sweep.test.ts',
+      'test/integration/scheduler/reconcile.test.ts',
+      'test/integration/scheduler/conflict-retry.test.ts',
+      'test/integration/scheduler/operations-worker.test.ts',
+      'test/integration/pools/runtime-pools-across-containers.test.ts',
+      'test/integration/scheduler/sweep.test.ts',
     ],
     testTimeout: 30_000,
     pool: 'forks',

@@ -44,7 +44,7 @@ describe.each(['memory', 'dynamodb'] as const)('idle policy over HTTP (%s store)
     });
     expect(exec.status, exec.text).toBe(200);
     // The output proves the resume; with a 1 s period it may fall idle again at once, so the status after
-    // is not asserted (test/integration/idle-policy.test.ts checks it on a clock of its own).
+    // is not asserted (test/integration/sandboxes/idle-policy.test.ts checks it on a clock of its own).
     expect(z.object({ stdout: z.string() }).parse(exec.body).stdout).toContain('awake');
     const audit = z
       .object({

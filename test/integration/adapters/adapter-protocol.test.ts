@@ -2,14 +2,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
-import { lambdaAdapterHandler } from '../../adapters/protocol/lambda.ts';
-import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';
-import { remoteConfigSchema } from '../../adapters/remote/config.ts';
-import { RemoteAdapter } from '../../adapters/remote/remote-adapter.ts';
-import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
-import { errors } from '../../lib/errors.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { createProtocolHandler } from '../../../adapters/protocol/handler.ts';
+import { lambdaAdapterHandler } from '../../../adapters/protocol/lambda.ts';
+import { type AdapterServer, startAdapterServer } from '../../../adapters/protocol/server.ts';
+import { remoteConfigSchema } from '../../../adapters/remote/config.ts';
+import { RemoteAdapter } from '../../../adapters/remote/remote-adapter.ts';
+import type { ExecutionAdapter } from '../../../lib/adapter/port.ts';
+import { errors } from '../../../lib/errors.ts';
 
 const token = 'protocol-test-token-0123456789';
 

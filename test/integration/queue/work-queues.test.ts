@@ -1,12 +1,12 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { errors } from '../../lib/errors.ts';
-import type { Principal } from '../../lib/tenancy/auth.ts';
-import { waitFor } from '../helpers/http-client.ts';
-import { orgPrincipal } from '../helpers/records.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { type LocalRuntime, startLocalRuntime } from '../../../infra/local/runtime.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { errors } from '../../../lib/errors.ts';
+import type { Principal } from '../../../lib/tenancy/auth.ts';
+import { waitFor } from '../../helpers/http-client.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
 
 /**
  * The workers behind the embedded SQS server: real SQS protocol, pollers with Lambda event source
@@ -128,7 +128,7 @@ describe('work queues on the embedded SQS server', () => {
   it('recovers when the send after a committed write fails: the record is kept, queued', async () => {
     // Record first, message second: the API answers with the record even if SQS is unreachable.
     const unreachable = { ...runtime.plane.queue, send: async () => Promise.reject(new Error('SQS down')) };
-    const { SandboxService } = await import('../../lib/sandboxes/service.ts');
+    const { SandboxService } = await import('../../../lib/sandboxes/service.ts');
     const service = new SandboxService({ ...runtime.plane, queue: unreachable });
     const { sandbox: created } = await service.create(principal, {});
     expect(created.status).toBe('queued');

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../../adapters/registry.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { createControlPlane } from '../../lib/control-plane.ts';
-import { silentLog } from '../../lib/log.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { reconcile } from '../../lib/scheduler/reconcile.ts';
-import { terminateSandbox } from '../../lib/scheduler/terminate.ts';
-import { memoryStore } from '../../lib/store/memory.ts';
-import { RecordingQueue } from '../helpers/plane.ts';
-import { orgPrincipal } from '../helpers/records.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../../adapters/registry.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { createControlPlane } from '../../../lib/control-plane.ts';
+import { silentLog } from '../../../lib/log.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { reconcile } from '../../../lib/scheduler/reconcile.ts';
+import { terminateSandbox } from '../../../lib/scheduler/terminate.ts';
+import { memoryStore } from '../../../lib/store/memory.ts';
+import { RecordingQueue } from '../../helpers/plane.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
 
 /**
  * On AWS each function container holds its own pool registry. A pool registered through the API of one

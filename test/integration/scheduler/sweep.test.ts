@@ -1,22 +1,22 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../../adapters/registry.ts';
-import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { createControlPlane } from '../../lib/control-plane.ts';
-import { silentLog } from '../../lib/log.ts';
-import type { DeadLetter, DeadLetterSource, QueueName } from '../../lib/queue/port.ts';
-import { transitionSandbox } from '../../lib/sandboxes/transition.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { sweep } from '../../lib/scheduler/sweep.ts';
-import type { DynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import type { Store } from '../../lib/store/port.ts';
-import type { Principal } from '../../lib/tenancy/auth.ts';
-import { waitFor } from '../helpers/http-client.ts';
-import { RecordingQueue } from '../helpers/plane.ts';
-import { orgPrincipal } from '../helpers/records.ts';
-import { storeFactories } from '../helpers/stores.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../../adapters/registry.ts';
+import { startLocalRuntime } from '../../../infra/local/runtime.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { createControlPlane } from '../../../lib/control-plane.ts';
+import { silentLog } from '../../../lib/log.ts';
+import type { DeadLetter, DeadLetterSource, QueueName } from '../../../lib/queue/port.ts';
+import { transitionSandbox } from '../../../lib/sandboxes/transition.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { sweep } from '../../../lib/scheduler/sweep.ts';
+import type { DynamoDbStore } from '../../../lib/store/dynamodb/dynamodb-store.ts';
+import type { Store } from '../../../lib/store/port.ts';
+import type { Principal } from '../../../lib/tenancy/auth.ts';
+import { waitFor } from '../../helpers/http-client.ts';
+import { RecordingQueue } from '../../helpers/plane.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
+import { storeFactories } from '../../helpers/stores.ts';
 
 class FakeDeadLetters implements DeadLetterSource {
   readonly letters: Record<QueueName, { body: string; acked: boolean }[]> = {

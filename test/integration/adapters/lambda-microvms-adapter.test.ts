@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
-import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
-import type { CreateRequest } from '../../lib/adapter/port.ts';
-import { newId } from '../../lib/ids.ts';
-import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
-import { fakeAccessKeyId, fakeImage as image, microvmsClient } from '../helpers/lambda-microvms.ts';
+import { lambdaMicrovmsConfigSchema } from '../../../adapters/lambda-microvms/config.ts';
+import { LambdaMicrovmsAdapter } from '../../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
+import type { CreateRequest } from '../../../lib/adapter/port.ts';
+import { newId } from '../../../lib/ids.ts';
+import { LambdaMicrovmsFake } from '../../fakes/lambda-microvms-server.ts';
+import { fakeAccessKeyId, fakeImage as image, microvmsClient } from '../../helpers/lambda-microvms.ts';
 
 const installation = newId('installation');
 const resources = { cpu: 1, memoryMiB: 512, diskGiB: 1 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import type { Store } from '../../lib/store/port.ts';
-import { testPlane } from '../helpers/plane.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import type { Store } from '../../../lib/store/port.ts';
+import { testPlane } from '../../helpers/plane.ts';
 
 /** A worker's write lands between the API's read and its write: the API does the read-modify-write again. */
 function interleaveOneWrite(store: Store): { interleaved: () => number } {

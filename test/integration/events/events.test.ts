@@ -1,19 +1,19 @@
 import { readFile } from 'node:fs/promises';
 import type { APIGatewayProxyEvent, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { createApiHandler } from '../../functions/api.ts';
-import { createOperationsHandler } from '../../functions/operations.ts';
-import { createPoolRefreshHandler } from '../../functions/pool-refresh.ts';
-import { createProvisionHandler } from '../../functions/provision.ts';
-import { createReconcileHandler } from '../../functions/reconcile.ts';
-import { createSweepHandler } from '../../functions/sweep.ts';
-import { createTerminateHandler } from '../../functions/terminate.ts';
-import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { testPlane } from '../helpers/plane.ts';
-import { orgPrincipal } from '../helpers/records.ts';
+import { createApiHandler } from '../../../functions/api.ts';
+import { createOperationsHandler } from '../../../functions/operations.ts';
+import { createPoolRefreshHandler } from '../../../functions/pool-refresh.ts';
+import { createProvisionHandler } from '../../../functions/provision.ts';
+import { createReconcileHandler } from '../../../functions/reconcile.ts';
+import { createSweepHandler } from '../../../functions/sweep.ts';
+import { createTerminateHandler } from '../../../functions/terminate.ts';
+import { sandboxSchema } from '../../../lib/schemas/sandboxes.ts';
+import { testPlane } from '../../helpers/plane.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
 
 async function load<T>(name: string): Promise<T> {
-  return JSON.parse(await readFile(new URL(`../../events/${name}`, import.meta.url), 'utf8')) as T;
+  return JSON.parse(await readFile(new URL(`../../../events/${name}`, import.meta.url), 'utf8')) as T;
 }
 
 /** The ids in events/ are examples; each test swaps in ids that exist in its own store. */

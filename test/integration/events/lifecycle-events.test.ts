@@ -1,17 +1,17 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { describe, expect, inject, it } from 'vitest';
-import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import type { AuditEvent } from '../../lib/audit/chain.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { EventBridgePublisher } from '../../lib/events/eventbridge.ts';
-import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../lib/events/port.ts';
-import { quotaSchema } from '../../lib/schemas/tenancy.ts';
-import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { type DynamoDbStore, dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { waitFor } from '../helpers/http-client.ts';
-import { sandboxRecord } from '../helpers/records.ts';
+import { startLocalRuntime } from '../../../infra/local/runtime.ts';
+import type { AuditEvent } from '../../../lib/audit/chain.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { EventBridgePublisher } from '../../../lib/events/eventbridge.ts';
+import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../../lib/events/port.ts';
+import { quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import { documentClient, localDynamoDbClient } from '../../../lib/store/dynamodb/client.ts';
+import { type DynamoDbStore, dynamoDbStore } from '../../../lib/store/dynamodb/dynamodb-store.ts';
+import { ensureTable } from '../../../lib/store/dynamodb/table.ts';
+import { waitFor } from '../../helpers/http-client.ts';
+import { sandboxRecord } from '../../helpers/records.ts';
 
 describe.each(['memory', 'dynamodb'] as const)(
   'lifecycle events on the local runtime (%s store)',

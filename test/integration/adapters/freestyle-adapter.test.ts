@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freestyleConfigSchema } from '../../adapters/freestyle/config.ts';
+import { freestyleConfigSchema } from '../../../adapters/freestyle/config.ts';
 import {
   envScript,
   FreestyleAdapter,
   freestyleStateOf,
   powerOfTwoAtLeast,
   slugOf,
-} from '../../adapters/freestyle/freestyle-adapter.ts';
-import { FreestyleFake } from '../fakes/freestyle-server.ts';
-import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
+} from '../../../adapters/freestyle/freestyle-adapter.ts';
+import { FreestyleFake } from '../../fakes/freestyle-server.ts';
+import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
 
 const request = (overrides: Record<string, unknown> = {}) =>
   createRequest(

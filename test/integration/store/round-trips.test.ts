@@ -1,15 +1,15 @@
 import { describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../../adapters/registry.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { createControlPlane } from '../../lib/control-plane.ts';
-import { silentLog } from '../../lib/log.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/client.ts';
-import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
-import { ensureTable } from '../../lib/store/dynamodb/table.ts';
-import { RecordingQueue } from '../helpers/plane.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../../adapters/registry.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { createControlPlane } from '../../../lib/control-plane.ts';
+import { silentLog } from '../../../lib/log.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { documentClient, localDynamoDbClient } from '../../../lib/store/dynamodb/client.ts';
+import { dynamoDbStore } from '../../../lib/store/dynamodb/dynamodb-store.ts';
+import { ensureTable } from '../../../lib/store/dynamodb/table.ts';
+import { RecordingQueue } from '../../helpers/plane.ts';
 
 /**
  * What each request costs the store, on DynamoDB Local, in containers that share only the table (each

@@ -1,17 +1,17 @@
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codeForStatus } from '../../adapters/httpx/http-client.ts';
-import { LineSplitter } from '../../adapters/httpx/lines.ts';
-import { shellQuote } from '../../adapters/httpx/shell-quote.ts';
-import { openSandboxConfigSchema } from '../../adapters/opensandbox/config.ts';
-import { OpenSandboxAdapter } from '../../adapters/opensandbox/opensandbox-adapter.ts';
-import { instanceStateOf } from '../../adapters/opensandbox/wire.ts';
-import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import { codeForStatus } from '../../../adapters/httpx/http-client.ts';
+import { LineSplitter } from '../../../adapters/httpx/lines.ts';
+import { shellQuote } from '../../../adapters/httpx/shell-quote.ts';
+import { openSandboxConfigSchema } from '../../../adapters/opensandbox/config.ts';
+import { OpenSandboxAdapter } from '../../../adapters/opensandbox/opensandbox-adapter.ts';
+import { instanceStateOf } from '../../../adapters/opensandbox/wire.ts';
+import { OpenSandboxFake } from '../../fakes/opensandbox-server.ts';
 import {
   createSandboxRequestSchema,
   runCommandRequestSchema,
-} from '../fixtures/opensandbox-request-schemas.ts';
-import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
+} from '../../fixtures/opensandbox-request-schemas.ts';
+import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
 
 const fast = { pollIntervalMs: 10, readyTimeoutSeconds: 10 };
 const request = (overrides: Record<string, unknown> = {}) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { testPlane } from '../helpers/plane.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { testPlane } from '../../helpers/plane.ts';
 
 /** What the provisioner does with a sandbox its budget cannot cover: wait, or fail when it never can. */
 describe('budgets in the provisioner', () => {

@@ -1,18 +1,18 @@
 import { describe, expect, inject, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../../adapters/registry.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { createControlPlane } from '../../lib/control-plane.ts';
-import { errors } from '../../lib/errors.ts';
-import { silentLog } from '../../lib/log.ts';
-import { transitionSandbox } from '../../lib/sandboxes/transition.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { reconcile } from '../../lib/scheduler/reconcile.ts';
-import type { Store } from '../../lib/store/port.ts';
-import type { Principal } from '../../lib/tenancy/auth.ts';
-import { RecordingQueue } from '../helpers/plane.ts';
-import { orgPrincipal } from '../helpers/records.ts';
-import { storeFactories } from '../helpers/stores.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../../adapters/registry.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { createControlPlane } from '../../../lib/control-plane.ts';
+import { errors } from '../../../lib/errors.ts';
+import { silentLog } from '../../../lib/log.ts';
+import { transitionSandbox } from '../../../lib/sandboxes/transition.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { reconcile } from '../../../lib/scheduler/reconcile.ts';
+import type { Store } from '../../../lib/store/port.ts';
+import type { Principal } from '../../../lib/tenancy/auth.ts';
+import { RecordingQueue } from '../../helpers/plane.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
+import { storeFactories } from '../../helpers/stores.ts';
 
 /** DynamoDB Local is the integration project's: under `npm run mutate` the memory variant runs alone. */
 const withServices = inject('dynamodbEndpoint') !== undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { abandonOperation, runOperation } from '../../lib/scheduler/operations-worker.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { testPlane } from '../helpers/plane.ts';
+import { abandonOperation, runOperation } from '../../../lib/scheduler/operations-worker.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { testPlane } from '../../helpers/plane.ts';
 
 /** The operations worker's crash and abandonment paths, driven by hand (no worker runs on its own). */
 describe('the operations worker', () => {

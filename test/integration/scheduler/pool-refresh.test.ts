@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { buildPools } from '../../adapters/registry.ts';
-import { parseConfig } from '../../lib/config.ts';
-import { createControlPlane } from '../../lib/control-plane.ts';
-import { silentLog } from '../../lib/log.ts';
-import { refreshPools } from '../../lib/scheduler/pool-refresh.ts';
-import { provisionSandbox as provision } from '../../lib/scheduler/provision.ts';
-import { memoryStore } from '../../lib/store/memory.ts';
-import { RecordingQueue } from '../helpers/plane.ts';
-import { orgPrincipal } from '../helpers/records.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { buildPools } from '../../../adapters/registry.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import { createControlPlane } from '../../../lib/control-plane.ts';
+import { silentLog } from '../../../lib/log.ts';
+import { refreshPools } from '../../../lib/scheduler/pool-refresh.ts';
+import { provisionSandbox as provision } from '../../../lib/scheduler/provision.ts';
+import { memoryStore } from '../../../lib/store/memory.ts';
+import { RecordingQueue } from '../../helpers/plane.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
 
 /** A backend whose health probe never answers and ignores its abort signal. */
 class HangingHealth extends FakeAdapter {

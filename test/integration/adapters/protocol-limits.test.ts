@@ -1,8 +1,8 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { createProtocolHandler } from '../../adapters/protocol/handler.ts';
-import { type AdapterServer, startAdapterServer } from '../../adapters/protocol/server.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { createProtocolHandler } from '../../../adapters/protocol/handler.ts';
+import { type AdapterServer, startAdapterServer } from '../../../adapters/protocol/server.ts';
 
 const token = 'protocol-limit-token-0123456789';
 const mib = 1024 * 1024;

@@ -1,17 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
-import { DaytonaAdapter } from '../../adapters/daytona/daytona-adapter.ts';
-import { lambdaMicrovmsConfigSchema } from '../../adapters/lambda-microvms/config.ts';
-import { LambdaMicrovmsAdapter } from '../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
-import type { WorkMessage } from '../../lib/queue/port.ts';
-import { runOperation } from '../../lib/scheduler/operations-worker.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { reconcile } from '../../lib/scheduler/reconcile.ts';
-import type { IdlePolicy } from '../../lib/schemas/sandboxes.ts';
-import { DaytonaFake } from '../fakes/daytona-server.ts';
-import { LambdaMicrovmsFake } from '../fakes/lambda-microvms-server.ts';
-import { fakeAccessKeyId, fakeImage, microvmsClient } from '../helpers/lambda-microvms.ts';
-import { testPlane } from '../helpers/plane.ts';
+import { daytonaConfigSchema } from '../../../adapters/daytona/config.ts';
+import { DaytonaAdapter } from '../../../adapters/daytona/daytona-adapter.ts';
+import { lambdaMicrovmsConfigSchema } from '../../../adapters/lambda-microvms/config.ts';
+import { LambdaMicrovmsAdapter } from '../../../adapters/lambda-microvms/lambda-microvms-adapter.ts';
+import type { WorkMessage } from '../../../lib/queue/port.ts';
+import { runOperation } from '../../../lib/scheduler/operations-worker.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { reconcile } from '../../../lib/scheduler/reconcile.ts';
+import type { IdlePolicy } from '../../../lib/schemas/sandboxes.ts';
+import { DaytonaFake } from '../../fakes/daytona-server.ts';
+import { LambdaMicrovmsFake } from '../../fakes/lambda-microvms-server.ts';
+import { fakeAccessKeyId, fakeImage, microvmsClient } from '../../helpers/lambda-microvms.ts';
+import { testPlane } from '../../helpers/plane.ts';
 
 /**
  * An idle policy a backend can keep itself (Daytona's auto-stop in whole minutes, Lambda MicroVMs' idle

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import type { CreateRequest, Instance } from '../../lib/adapter/port.ts';
-import { parseConfig } from '../../lib/config.ts';
-import type { Principal } from '../../lib/tenancy/auth.ts';
-import { waitFor } from '../helpers/http-client.ts';
-import { orgPrincipal } from '../helpers/records.ts';
+import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { startLocalRuntime } from '../../../infra/local/runtime.ts';
+import type { CreateRequest, Instance } from '../../../lib/adapter/port.ts';
+import { parseConfig } from '../../../lib/config.ts';
+import type { Principal } from '../../../lib/tenancy/auth.ts';
+import { waitFor } from '../../helpers/http-client.ts';
+import { orgPrincipal } from '../../helpers/records.ts';
 
 /**
  * Org A queues 500 sandboxes, then org B queues 5. With fair delivery (SQS fair queues on AWS; the

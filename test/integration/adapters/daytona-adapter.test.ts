@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { daytonaConfigSchema } from '../../adapters/daytona/config.ts';
-import { DaytonaAdapter, daytonaStateOf } from '../../adapters/daytona/daytona-adapter.ts';
-import { DaytonaFake } from '../fakes/daytona-server.ts';
-import { createRequest, failureOf } from '../helpers/adapter-calls.ts';
+import { daytonaConfigSchema } from '../../../adapters/daytona/config.ts';
+import { DaytonaAdapter, daytonaStateOf } from '../../../adapters/daytona/daytona-adapter.ts';
+import { DaytonaFake } from '../../fakes/daytona-server.ts';
+import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
 
 const request = (overrides: Record<string, unknown> = {}) =>
   createRequest(

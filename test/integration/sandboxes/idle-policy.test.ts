@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkMessage } from '../../lib/queue/port.ts';
-import { runOperation } from '../../lib/scheduler/operations-worker.ts';
-import { provisionSandbox } from '../../lib/scheduler/provision.ts';
-import { testPlane } from '../helpers/plane.ts';
+import type { WorkMessage } from '../../../lib/queue/port.ts';
+import { runOperation } from '../../../lib/scheduler/operations-worker.ts';
+import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import { testPlane } from '../../helpers/plane.ts';
 
 /**
  * The idle policy driven by hand on a clock the test moves: the delayed checks are taken from the
