@@ -1,9 +1,10 @@
 import type { Config } from './config.ts';
 import { createE2bFacade, e2bPrefix } from './e2b/facade.ts';
 import { createRouter } from './http/router.ts';
-import { apiRoutes } from './http/routes/index.ts';
+import { openApiRoute, type RouteDeps, restRoutes } from './http/routes/index.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
 import type { Log } from './log.ts';
+import { mcpRoutes } from './mcp/endpoint.ts';
 import { PoolAdmin } from './pools/admin.ts';
 import type { PoolRegistry } from './pools/registry.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
@@ -50,21 +51,22 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const operations = new SandboxOperations(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
   const poolAdmin = new PoolAdmin(deps);
-  const routes = apiRoutes(
-    {
-      tenancy,
-      webhooks: new Webhooks(deps),
-      sandboxes,
-      operations,
-      poolAdmin,
-      pools: deps.pools,
-      store: deps.store,
-      config: deps.config,
-      log: deps.log,
-      reconcile: reconcileNow,
-    },
-    apiVersion,
-  );
+  const routeDeps: RouteDeps = {
+    tenancy,
+    webhooks: new Webhooks(deps),
+    sandboxes,
+    operations,
+    poolAdmin,
+    pools: deps.pools,
+    store: deps.store,
+    config: deps.config,
+    log: deps.log,
+    reconcile: reconcileNow,
+  };
+  // The route table: REST, the MCP endpoint (its tools are REST routes), the OpenAPI document of all.
+  const rest = restRoutes(routeDeps);
+  const routes = [...rest, ...mcpRoutes(routeDeps, rest)];
+  routes.push(openApiRoute(routes, apiVersion));
   const authenticator = createAuthenticator(deps.store, deps.adminKey);
   const handleApi = createRouter(routes, {
     authenticator,

@@ -15,10 +15,10 @@ import type {
   trustReportSchema,
   updatePoolSchema,
 } from '../lib/pools/admin-schemas.ts';
-import type { ExecStreamLine } from '../lib/sandboxes/exec-stream.ts';
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
+import { type ExecStreamLine, execStreamLines } from '../lib/schemas/exec-stream-lines.ts';
 import type { fileInfoSchema, Snapshot, snapshotDeletedSchema } from '../lib/schemas/sandbox-operations.ts';
 import { transitionalStatuses as transitional } from '../lib/schemas/sandbox-status.ts';
 import type {
@@ -260,19 +260,10 @@ export class DifferentlyClient {
       query: { stream: '1' },
       body: request,
     });
-    const decoder = new TextDecoder();
-    let buffer = '';
     let final = false;
-    for await (const chunk of response.body ?? []) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-      for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
-        const text = buffer.slice(0, newline).trim();
-        buffer = buffer.slice(newline + 1);
-        if (text === '') continue; // keep-alive
-        const line = JSON.parse(text) as ExecStreamLine;
-        if ('exitCode' in line || 'error' in line) final = true;
-        yield line;
-      }
+    for await (const line of execStreamLines(response.body ?? [])) {
+      if ('exitCode' in line || 'error' in line) final = true;
+      yield line;
     }
     if (!final)
       yield { error: { code: 'provider_unavailable', message: 'the stream ended without a final event' } };

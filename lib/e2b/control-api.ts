@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import { errors, toErrorResponse } from '../errors.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
+import { untilSettled } from '../sandboxes/until-settled.ts';
 import { labelsSchema } from '../schemas/common.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
 import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
@@ -117,7 +118,7 @@ export class E2bControlApi {
         placement: { allowedPools: [...this.#deps.allowedPools] },
       }),
     });
-    const settled = await this.#untilRunning(principal, sandbox.id, this.#deps.createWaitMs);
+    const settled = await untilSettled(this.#deps.sandboxes, principal, sandbox.id, this.#deps.createWaitMs);
     if (settled.status === 'running') return { status: 201, body: this.#sandboxAnswer(settled, apiKey) };
     if (settled.status === 'failed') {
       return e2bError(500, `the sandbox could not be made: ${settled.statusMessage ?? 'it failed'}`);
@@ -193,7 +194,7 @@ export class E2bControlApi {
     let status = 200;
     if (sandbox.status === 'paused' || sandbox.status === 'stopped') {
       await this.#deps.operations.lifecycle(principal, id, sandbox.status === 'paused' ? 'resume' : 'start');
-      sandbox = await this.#untilRunning(principal, id, this.#deps.createWaitMs);
+      sandbox = await untilSettled(this.#deps.sandboxes, principal, id, this.#deps.createWaitMs);
       if (sandbox.status !== 'running') {
         return e2bError(503, `sandbox ${id} is still ${sandbox.status}: connect again`, {
           'retry-after': '2',
@@ -212,19 +213,6 @@ export class E2bControlApi {
     const sandbox = await this.#deps.sandboxes.get(principal, id);
     if (isTerminal(sandbox.status) || sandbox.status === 'terminating') throw errors.notFound('sandbox', id);
     return sandbox;
-  }
-
-  async #untilRunning(principal: OrgPrincipal, id: string, waitMs: number): Promise<SandboxView> {
-    const deadline = Date.now() + waitMs;
-    let delay = 50;
-    for (;;) {
-      const sandbox = await this.#deps.sandboxes.get(principal, id);
-      const settled =
-        sandbox.status === 'running' || sandbox.status === 'failed' || isTerminal(sandbox.status);
-      if (settled || Date.now() + delay > deadline) return sandbox;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-      delay = Math.min(delay * 2, 500);
-    }
   }
 
   #sandboxAnswer(sandbox: SandboxView, apiKey: string) {

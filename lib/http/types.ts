@@ -92,11 +92,36 @@ export interface RouteDefinition<
   /** A second media type of the success answer, streamed (exec's `?stream=1`). */
   streamResponse?: { mediaType: string; description: string };
   /**
+   * Served by the response-streaming function (up to 15 minutes, bytes sent as produced) rather than the
+   * buffered one: the CDK app and the local runtime route it there from this declaration.
+   */
+  streamed?: true;
+  /** The route served as an MCP tool too: lib/mcp/tools.ts builds the tool from this route. */
+  tool?: RouteTool;
+  /**
    * Records the handler reads next, fetched with the caller's key in one round trip (from the raw path
    * parameters, before validation: an id that is not one is simply not read along).
    */
   readAlong?: (rawParams: Record<string, string>) => WantedAlong;
   handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<RouteResult>;
+}
+
+/**
+ * A route as an MCP tool. Its input is the route's path parameters, query and body in one object (a
+ * streamed route's query, which only selects streaming, is left out: the tool streams when the client
+ * sends a progress token); a raw-body route takes `content` (UTF-8) or `contentBase64`, a raw answer is
+ * given as text, or base64 when it is not UTF-8. The tool answers the route's body.
+ */
+export interface RouteTool {
+  name: string;
+  description: string;
+  /**
+   * The tool answers the sandbox once it has settled (create: running or failed), unless called with
+   * `wait: false`; the route itself answers at once.
+   */
+  waits?: true;
+  /** The answer's text for a reader, where its JSON is not the clearest (exec: exit code, then output). */
+  text?: (body: unknown) => string;
 }
 
 /** Keeps each route's handler typed against its own schemas and caller while the table holds them all. */

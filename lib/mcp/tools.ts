@@ -3,30 +3,25 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { ApiError, isErrorCode, toErrorResponse } from '../errors.ts';
-import { idPattern } from '../ids.ts';
+import type { HttpRequest, RouteDefinition, RouteResult, RouteTool } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
-import { parseLabelFilter } from '../sandboxes/label-filter.ts';
-import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
-import { snapshotView } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
-import { pathQuerySchema, portRequestSchema, snapshotRequestSchema } from '../schemas/sandbox-operations.ts';
-import { isTerminal } from '../schemas/sandbox-status.ts';
-import {
-  createSandboxSchema,
-  type ExecResult,
-  execRequestSchema,
-  type SandboxView,
-  sandboxListQuerySchema,
-} from '../schemas/sandboxes.ts';
+import { untilSettled } from '../sandboxes/until-settled.ts';
+import { ExecStreamLineReader } from '../schemas/exec-stream-lines.ts';
+import type { ExecResult } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import type { UnreadBound } from './unread-bound.ts';
 
-/** What the tools act through: the same services, with the same caller, as the REST routes. */
+/** What the tools act through: the REST routes that declare a tool, called as the same caller. */
 export interface McpToolDeps {
-  sandboxes: SandboxService;
-  operations: SandboxOperations;
+  /** The route table; the routes with a `tool` are the tools, in its order. */
+  routes: readonly RouteDefinition[];
+  /** What a waiting tool (create_sandbox) reads its sandbox through until it settles. */
+  sandboxes: Pick<SandboxService, 'get'>;
   principal: OrgPrincipal;
   log: Log;
+  /** The MCP request's id: the routes' calls carry it as theirs. */
+  requestId: string;
   /** How many bytes of each of stdout and stderr an exec returns (the API's own bound). */
   execOutputMaxBytes: number;
   /** The HTTP request's end: a client that goes away cancels its running command, as over REST. */
@@ -37,172 +32,153 @@ export interface McpToolDeps {
 
 export const mcpServerInfo = { name: 'differently', version: '0.1.0' };
 
-const lifecycleDescriptions = {
-  stop: 'Stop a sandbox: its CPU and memory leave the quota, its disk stays. Answers once stopped (or still stopping, if the backend is slow).',
-  start: 'Start a stopped sandbox. Answers once running (or still starting).',
-  pause: 'Pause a sandbox, memory kept where the backend can. Answers once paused (or still pausing).',
-  resume: 'Resume a paused sandbox. Answers once running (or still resuming).',
+/** How long a waiting tool waits for its sandbox to settle: well inside the streamed function's limit. */
+const settleWaitSeconds = 120;
+
+/** A tool's input and how it splits into the route's parts. */
+interface ToolInput {
+  schema: z.ZodObject;
+  paramKeys: readonly string[];
+  queryKeys: readonly string[];
+  bodyKeys: readonly string[];
+}
+
+/** The fields of a raw-body route's tool: the bytes as text or base64, exactly one of them. */
+const rawBodyShape = {
+  content: z.string().optional().describe('The content as UTF-8 text'),
+  contentBase64: z.base64().optional().describe('The content as base64 (for bytes)'),
+};
+/** What a waiting tool needs of its route's answer: the sandbox's id. */
+const answeredSandbox = z.object({ id: z.string() });
+const waitShape = {
+  wait: z.boolean().default(true).describe('Wait until the sandbox has settled (running or failed)'),
 };
 
-/** Statuses a create waits through before answering (it answers at once with wait: false). */
-const settling = new Set(['queued', 'provisioning']);
-/** How long create_sandbox waits for the sandbox to run: well inside the streamed function's limit. */
-const createWaitSeconds = 120;
-
-const sandboxId = z.string().regex(idPattern('sandbox'), 'a sandbox id (sbx_...)');
-const onSandbox = z.strictObject({ id: sandboxId.describe('The sandbox id (sbx_...)') });
+/**
+ * The tool's input schema: the route's body (its refinements kept), extended with the path parameters
+ * and the query (a streamed route's query only selects streaming and is left out), a raw body's
+ * content fields, and `wait` for a waiting tool.
+ */
+export function toolInput(route: RouteDefinition, tool: RouteTool): ToolInput {
+  const shapeOf = (schema: z.ZodType | undefined): z.ZodRawShape =>
+    schema instanceof z.ZodObject ? schema.shape : {};
+  const params = shapeOf(route.params);
+  const query = route.streamResponse === undefined ? shapeOf(route.query) : {};
+  const body = shapeOf(route.body);
+  if (route.body !== undefined && !(route.body instanceof z.ZodObject)) {
+    throw new Error(`${route.method} ${route.path}: a tool's route takes an object body`);
+  }
+  const base = route.body instanceof z.ZodObject ? route.body : z.strictObject({});
+  let schema: z.ZodObject = base.safeExtend({
+    ...params,
+    ...query,
+    ...(route.rawBody !== undefined && rawBodyShape),
+    ...(tool.waits === true && waitShape),
+  });
+  if (route.rawBody !== undefined) {
+    schema = schema.refine(
+      (input: Record<string, unknown>) =>
+        (input.content === undefined) !== (input.contentBase64 === undefined),
+      { message: 'send exactly one of content or contentBase64', path: ['content'] },
+    );
+  }
+  return {
+    schema,
+    paramKeys: Object.keys(params),
+    queryKeys: Object.keys(query),
+    bodyKeys: Object.keys(body),
+  };
+}
 
 /**
- * The MCP server of one request: every tool runs as the caller (an org key, maybe restricted to a
- * project), through the services the REST routes use, with their validation and their errors. Input
- * schemas are the router's own zod schemas.
+ * The MCP server of one request: every route that declares a tool is one, run as the caller (an org key,
+ * maybe restricted to a project) through the route's own handler, with its validation and its errors.
  */
 export function createMcpServer(deps: McpToolDeps): McpServer {
   const server = new McpServer(mcpServerInfo, {
     instructions:
       'Differently runs sandboxes: create one (it waits until running), run commands in it with exec, move files with read_file, write_file and list_files, and delete it when done.',
   });
-  const { sandboxes, operations, principal } = deps;
-  const tool = <S extends z.ZodObject>(
-    name: string,
-    description: string,
-    inputSchema: S,
-    run: (input: z.output<S>, extra: ToolExtra) => Promise<CallToolResult>,
-  ) => {
-    const handle = async (input: z.output<S>, extra: ToolExtra): Promise<CallToolResult> => {
+  for (const route of deps.routes) {
+    const tool = route.tool;
+    if (tool === undefined) continue;
+    const input = toolInput(route, tool);
+    const handle = async (values: Record<string, unknown>, extra: ToolExtra): Promise<CallToolResult> => {
       try {
-        return await run(input, extra);
+        return await callRoute(deps, route, tool, input, values, extra);
       } catch (error) {
-        return errorResult(error, deps.log, name);
+        return errorResult(error, deps.log, tool.name);
       }
     };
     // The SDK types a callback by a conditional on its schema, which TypeScript cannot resolve for a
-    // generic one; the schema given and the input taken are the same S.
-    server.registerTool(name, { description, inputSchema }, handle as unknown as ToolCallback<S>);
-  };
-
-  tool(
-    'create_sandbox',
-    'Create a sandbox (template, resources, placement constraints, ttlSeconds, labels, env) and wait until it runs (wait: false answers at once, queued).',
-    createSandboxSchema.safeExtend({
-      wait: z.boolean().default(true).describe('Wait until the sandbox is running (or failed)'),
-    }),
-    async ({ wait, ...request }) => {
-      const { sandbox } = await sandboxes.create(principal, request);
-      return viewResult(wait ? await untilSettled(sandboxes, principal, sandbox) : sandbox);
-    },
-  );
-  tool(
-    'list_sandboxes',
-    "List the caller's sandboxes (status, label=key=value filters, paged with cursor).",
-    sandboxListQuerySchema,
-    async (query) => {
-      const labels = parseLabelFilter(query.label);
-      const page = await sandboxes.list(
-        principal,
-        { status: query.status, projectId: query.projectId, labels },
-        { cursor: query.cursor, limit: query.limit },
-      );
-      return jsonResult(page);
-    },
-  );
-  tool('get_sandbox', 'Get a sandbox: its status, pool, resources, expiry.', onSandbox, async ({ id }) =>
-    viewResult(await sandboxes.get(principal, id)),
-  );
-  tool(
-    'exec',
-    'Run a command in a running sandbox and return its exit code, stdout and stderr (each bounded; truncation is said). A client that sends a progressToken receives the output lines as progress notifications while the command runs.',
-    execRequestSchema.safeExtend({ id: sandboxId.describe('The sandbox id (sbx_...)') }),
-    async ({ id, ...request }, extra) => {
-      const token = extra._meta?.progressToken;
-      if (token === undefined) return execResult(await sandboxes.exec(principal, id, request), deps);
-      return execResult(await streamedExec(deps, id, request, token, extra), deps);
-    },
-  );
-  tool(
-    'read_file',
-    'Read a file of a running sandbox (UTF-8 text; binary content comes base64-encoded).',
-    onSandbox.extend(pathQuerySchema.shape),
-    async ({ id, path }) => {
-      const content = await operations.readFile(principal, id, path);
-      const text = content.toString('utf8');
-      const binary = !Buffer.from(text, 'utf8').equals(content);
-      return binary
-        ? {
-            content: [{ type: 'text', text: content.toString('base64') }],
-            structuredContent: { path, encoding: 'base64', size: content.length },
-          }
-        : {
-            content: [{ type: 'text', text }],
-            structuredContent: { path, encoding: 'utf8', size: content.length },
-          };
-    },
-  );
-  tool(
-    'write_file',
-    'Write a file in a running sandbox: `content` as UTF-8 text, or `contentBase64` for bytes.',
-    onSandbox
-      .extend(pathQuerySchema.shape)
-      .extend({
-        content: z.string().optional(),
-        contentBase64: z.base64().optional(),
-      })
-      .refine((input) => (input.content === undefined) !== (input.contentBase64 === undefined), {
-        message: 'send exactly one of content or contentBase64',
-        path: ['content'],
-      }),
-    async ({ id, path, content, contentBase64 }) => {
-      const bytes =
-        contentBase64 !== undefined
-          ? Buffer.from(contentBase64, 'base64')
-          : Buffer.from(content ?? '', 'utf8');
-      await operations.writeFile(principal, id, path, bytes);
-      return jsonResult({ path, size: bytes.length });
-    },
-  );
-  tool(
-    'list_files',
-    'List a directory of a running sandbox.',
-    onSandbox.extend(pathQuerySchema.shape),
-    async ({ id, path }) => jsonResult({ items: await operations.listFiles(principal, id, path) }),
-  );
-  for (const action of ['stop', 'start', 'pause', 'resume'] as const) {
-    tool(`${action}_sandbox`, lifecycleDescriptions[action], onSandbox, async ({ id }) =>
-      viewResult((await operations.lifecycle(principal, id, action)).value),
+    // schema built at run time; the schema given is the one the SDK parses the input with.
+    server.registerTool(
+      tool.name,
+      { description: tool.description, inputSchema: input.schema },
+      handle as unknown as ToolCallback<z.ZodObject>,
     );
   }
-  tool(
-    'snapshot_sandbox',
-    'Take a snapshot of a sandbox (disk, or memory where the pool offers it); restore it with create_sandbox fromSnapshot.',
-    onSandbox.extend(snapshotRequestSchema.shape),
-    async ({ id, kind }) => {
-      const { value } = await operations.snapshot(principal, id, kind);
-      return jsonResult(snapshotView(value));
-    },
-  );
-  tool(
-    'fork_sandbox',
-    'Fork a sandbox: a new sandbox from a snapshot of this one.',
-    onSandbox,
-    async ({ id }) => viewResult(await operations.fork(principal, id)),
-  );
-  tool(
-    'expose_port',
-    'Expose a port of a running sandbox at a URL.',
-    onSandbox.extend(portRequestSchema.shape),
-    async ({ id, port }) => jsonResult(await operations.exposePort(principal, id, port)),
-  );
-  tool(
-    'delete_sandbox',
-    'Terminate a sandbox; its instance is deleted shortly after.',
-    onSandbox,
-    async ({ id }) => viewResult(await sandboxes.delete(principal, id)),
-  );
   return server;
 }
 
 /** What a tool callback gets beside its input: the request's signal, its progress token, notifications. */
 type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+async function callRoute(
+  deps: McpToolDeps,
+  route: RouteDefinition,
+  tool: RouteTool,
+  input: ToolInput,
+  values: Record<string, unknown>,
+  extra: ToolExtra,
+): Promise<CallToolResult> {
+  const pick = (keys: readonly string[]) =>
+    Object.fromEntries(keys.filter((key) => values[key] !== undefined).map((key) => [key, values[key]]));
+  const params = pick(input.paramKeys);
+  const progressToken = extra._meta?.progressToken;
+  const streams = route.streamResponse !== undefined && progressToken !== undefined;
+  const query = route.streamResponse === undefined ? pick(input.queryKeys) : streams ? { stream: '1' } : {};
+  const raw =
+    route.rawBody === undefined
+      ? undefined
+      : typeof values.contentBase64 === 'string'
+        ? Buffer.from(values.contentBase64, 'base64')
+        : Buffer.from(typeof values.content === 'string' ? values.content : '', 'utf8');
+  const signal = deps.gone === undefined ? extra.signal : AbortSignal.any([extra.signal, deps.gone]);
+  const request: HttpRequest = {
+    method: route.method,
+    path: route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params[name]))),
+    query: {},
+    headers: {},
+    body: raw,
+    requestId: deps.requestId,
+    signal,
+  };
+  const result = await route.handle({
+    request,
+    principal: deps.principal,
+    params,
+    query,
+    body: route.body === undefined ? undefined : pick(input.bodyKeys),
+    along: {},
+  });
+  if (result.stream !== undefined && streams) {
+    return answer(tool, await relayExecStream(deps, result, progressToken, extra, signal));
+  }
+  if (result.raw !== undefined) return fileContentResult(result.raw, pick(input.queryKeys));
+  if (raw !== undefined) return jsonResult({ ...pick(input.queryKeys), size: raw.length });
+  if (tool.waits === true && values.wait !== false) {
+    const { id } = answeredSandbox.parse(result.body);
+    return answer(tool, await untilSettled(deps.sandboxes, deps.principal, id, settleWaitSeconds * 1000));
+  }
+  return answer(tool, result.body);
+}
+
+/** The route's answer as a tool result: its JSON as structured content, as text the tool's or the JSON. */
+function answer(tool: RouteTool, body: unknown): CallToolResult {
+  const result = jsonResult(body);
+  return tool.text === undefined ? result : { ...result, content: [{ type: 'text', text: tool.text(body) }] };
+}
 
 function jsonResult(value: unknown): CallToolResult {
   return {
@@ -214,8 +190,14 @@ function jsonResult(value: unknown): CallToolResult {
   };
 }
 
-function viewResult(sandbox: SandboxView): CallToolResult {
-  return jsonResult(sandbox);
+/** A file's bytes: as text when they are UTF-8, else base64, said in the structured content. */
+function fileContentResult(content: Buffer, query: Record<string, unknown>): CallToolResult {
+  const text = content.toString('utf8');
+  const utf8 = Buffer.from(text, 'utf8').equals(content);
+  return {
+    content: [{ type: 'text', text: utf8 ? text : content.toString('base64') }],
+    structuredContent: { ...query, encoding: utf8 ? 'utf8' : 'base64', size: content.length },
+  };
 }
 
 /** The API's error as a tool error: its code and message (internal errors masked, logged with their cause). */
@@ -229,36 +211,18 @@ function errorResult(error: unknown, log: Log, tool: string): CallToolResult {
   };
 }
 
-function execResult(result: ExecResult, deps: McpToolDeps): CallToolResult {
-  const notes = [
-    result.truncated ? `output truncated at ${deps.execOutputMaxBytes} bytes per stream` : '',
-    result.timedOut ? 'the command timed out' : '',
-  ].filter((note) => note !== '');
-  const text = [
-    `exit code: ${result.exitCode}`,
-    ...notes,
-    result.stdout === '' ? '' : `--- stdout ---\n${result.stdout}`,
-    result.stderr === '' ? '' : `--- stderr ---\n${result.stderr}`,
-  ]
-    .filter((part) => part !== '')
-    .join('\n');
-  return { content: [{ type: 'text', text }], structuredContent: result };
-}
-
 /**
- * Exec through the streamed path: each output chunk goes to the client as a progress notification as it
- * is produced; the result holds the output up to the bound, as the buffered exec does.
+ * A streamed exec's NDJSON lines relayed as they come: each output chunk goes to the client as a progress
+ * notification as it is produced; the result holds the output up to the bound, as the buffered exec does.
  */
-async function streamedExec(
+async function relayExecStream(
   deps: McpToolDeps,
-  id: string,
-  request: z.infer<typeof execRequestSchema>,
+  result: RouteResult,
   progressToken: string | number,
   extra: ToolExtra,
+  cancelled: AbortSignal,
 ): Promise<ExecResult> {
   const started = Date.now();
-  const cancelled = deps.gone === undefined ? extra.signal : AbortSignal.any([extra.signal, deps.gone]);
-  const produce = await deps.sandboxes.execStream(deps.principal, id, request, cancelled);
   const output = {
     stdout: new BoundedText(deps.execOutputMaxBytes),
     stderr: new BoundedText(deps.execOutputMaxBytes),
@@ -266,22 +230,25 @@ async function streamedExec(
   let exitCode: number | undefined;
   let failure: { code: string; message: string } | undefined;
   let progress = 0;
-  await produce(async (line) => {
-    if ('stream' in line) {
-      output[line.stream].add(line.data);
-      progress += 1;
-      const notification = {
-        method: 'notifications/progress' as const,
-        params: { progressToken, progress, message: `${line.stream}: ${line.data}` },
-      };
-      await extra.sendNotification(notification);
-      // As the transport frames it: an SSE event around the JSON-RPC message.
-      deps.unread?.handed(
-        Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', ...notification })) + sseFraming,
-      );
-      await deps.unread?.room(cancelled);
-    } else if ('exitCode' in line) exitCode = line.exitCode;
-    else failure = line.error;
+  const reader = new ExecStreamLineReader();
+  await result.stream?.(async (chunk) => {
+    for (const line of reader.push(chunk)) {
+      if ('stream' in line) {
+        output[line.stream].add(line.data);
+        progress += 1;
+        const notification = {
+          method: 'notifications/progress' as const,
+          params: { progressToken, progress, message: `${line.stream}: ${line.data}` },
+        };
+        await extra.sendNotification(notification);
+        // As the transport frames it: an SSE event around the JSON-RPC message.
+        deps.unread?.handed(
+          Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', ...notification })) + sseFraming,
+        );
+        await deps.unread?.room(cancelled);
+      } else if ('exitCode' in line) exitCode = line.exitCode;
+      else failure = line.error;
+    }
   });
   const failed: { code: string; message: string } | undefined = failure;
   if (failed !== undefined) {
@@ -323,22 +290,4 @@ class BoundedText {
       .decode(Buffer.concat(this.#parts))
       .replace(/\uFFFD$/, '');
   }
-}
-
-async function untilSettled(
-  sandboxes: SandboxService,
-  principal: OrgPrincipal,
-  sandbox: SandboxView,
-): Promise<SandboxView> {
-  const deadline = Date.now() + createWaitSeconds * 1000;
-  let current = sandbox;
-  for (
-    let pause = 200;
-    settling.has(current.status) && !isTerminal(current.status) && Date.now() < deadline;
-    pause = Math.min(pause * 2, 2000)
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, pause));
-    current = await sandboxes.get(principal, sandbox.id);
-  }
-  return current;
 }

@@ -1,6 +1,7 @@
 import { isStreamer } from '../adapter/port.ts';
 import { errors, toErrorResponse } from '../errors.ts';
 import { describeError } from '../log.ts';
+import type { ExecStreamLine } from '../schemas/exec-stream-lines.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
 import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
@@ -17,12 +18,6 @@ export type StreamWrite = (chunk: string | Buffer) => void | Promise<void>;
 export const maxStreamSeconds = 14 * 60;
 /** Sent while a command is silent, so API Gateway's idle cut (5 minutes, Regional) never ends the stream. */
 export const keepAliveMs = 60_000;
-
-/** One line of the NDJSON stream. */
-export type ExecStreamLine =
-  | { stream: 'stdout' | 'stderr'; data: string }
-  | { exitCode: number }
-  | { error: { code: string; message: string } };
 
 /**
  * Streamed exec: `{"stream","data"}` lines as output is produced, then exactly one `{"exitCode"}` or

@@ -1,7 +1,6 @@
 import type { RouteDefinition } from '../types.ts';
 import { auditRoutes } from './audit.ts';
 import type { RouteDeps } from './deps.ts';
-import { mcpRoutes } from './mcp.ts';
 import { poolsRoutes } from './pools.ts';
 import { operationsRoutes } from './sandbox-operations.ts';
 import { sandboxesRoutes } from './sandboxes.ts';
@@ -12,9 +11,12 @@ import { webhookRoutes } from './webhooks.ts';
 
 export type { RouteDeps } from './deps.ts';
 
-/** The route table, one file per concept, the OpenAPI document last; its order is the document's. */
-export function apiRoutes(deps: RouteDeps, version: string): RouteDefinition[] {
-  const table = [
+/**
+ * The REST routes, one file per concept; the composition root adds the endpoints built over them (MCP)
+ * and the OpenAPI document last. Their order is the document's.
+ */
+export function restRoutes(deps: RouteDeps): RouteDefinition[] {
+  return [
     ...systemRoutes(deps),
     ...tenancyRoutes(deps),
     ...webhookRoutes(deps),
@@ -23,8 +25,7 @@ export function apiRoutes(deps: RouteDeps, version: string): RouteDefinition[] {
     ...snapshotsRoutes(deps),
     ...auditRoutes(deps),
     ...poolsRoutes(deps),
-    ...mcpRoutes(deps),
   ];
-  table.push(openApiRoute(table, version));
-  return table;
 }
+
+export { openApiRoute };

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { errors } from '../../errors.ts';
+import { execResultText } from '../../sandboxes/exec-result-text.ts';
 import { ndjsonStream } from '../../sandboxes/exec-stream.ts';
 import { parseLabelFilter } from '../../sandboxes/label-filter.ts';
 import { pageOf } from '../../schemas/common.ts';
@@ -48,6 +49,12 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
         429: errorSchema,
       },
       readAlong: () => ({ org: true, poolsVersion: true }),
+      tool: {
+        name: 'create_sandbox',
+        description:
+          'Create a sandbox (template, resources, placement constraints, ttlSeconds, labels, env) and wait until it runs (wait: false answers at once, queued).',
+        waits: true,
+      },
       handle: async ({ principal, body, request, along }) => {
         const key = idempotencyKeyOf(request.headers['idempotency-key']);
         const { sandbox, replayed } = await sandboxes.create(principal, body, key, { along });
@@ -62,6 +69,10 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       query: sandboxListQuerySchema,
       responses: { 200: pageOf(sandboxSchema) },
+      tool: {
+        name: 'list_sandboxes',
+        description: "List the caller's sandboxes (status, label=key=value filters, paged with cursor).",
+      },
       handle: async ({ principal, query }) => ({
         status: 200,
         body: await sandboxes.list(
@@ -79,6 +90,7 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       params: sandboxParams,
       responses: { 200: sandboxSchema, 404: errorSchema },
       readAlong: sandboxAlong,
+      tool: { name: 'get_sandbox', description: 'Get a sandbox: its status, pool, resources, expiry.' },
       handle: async ({ principal, params, along }) => ({
         status: 200,
         body: await sandboxes.get(principal, params.id, along),
@@ -113,6 +125,10 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 202: sandboxSchema, 404: errorSchema },
       // The org's count of waiting sandboxes too: with none, nobody of the org is woken (no query).
       readAlong: (raw) => ({ ...sandboxAlong(raw), waiting: true }),
+      tool: {
+        name: 'delete_sandbox',
+        description: 'Terminate a sandbox; its instance is deleted shortly after.',
+      },
       handle: async ({ principal, params, along }) => ({
         status: 202,
         body: await sandboxes.delete(principal, params.id, along),
@@ -140,6 +156,13 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       },
       query: execQuerySchema,
       readAlong: sandboxAlong,
+      streamed: true,
+      tool: {
+        name: 'exec',
+        description:
+          'Run a command in a running sandbox and return its exit code, stdout and stderr (each bounded; truncation is said). A client that sends a progressToken receives the output lines as progress notifications while the command runs.',
+        text: (body) => execResultText(execResultSchema.parse(body), deps.config.api.execOutputMaxBytes),
+      },
       handle: async ({ principal, params, body, query, request, along }) => {
         if (query.stream === '1' || query.stream === 'true') {
           // A client that disconnects cancels the command on the backend.

@@ -22,6 +22,11 @@ export function snapshotsRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       body: snapshotRequestSchema,
+      tool: {
+        name: 'snapshot_sandbox',
+        description:
+          'Take a snapshot of a sandbox (disk, or memory where the pool offers it); restore it with create_sandbox fromSnapshot.',
+      },
       responses: {
         201: snapshotSchema,
         202: snapshotSchema,

@@ -1,9 +1,9 @@
 import * as z from 'zod';
-import { errors } from '../../errors.ts';
-import { maxUnreadMcpBytes, UnreadBound } from '../../mcp/unread-bound.ts';
-import { errorSchema } from '../route-params.ts';
-import { type RouteDefinition, route } from '../types.ts';
-import type { RouteDeps } from './deps.ts';
+import { errors } from '../errors.ts';
+import { errorSchema } from '../http/route-params.ts';
+import type { RouteDeps } from '../http/routes/deps.ts';
+import { type RouteDefinition, route } from '../http/types.ts';
+import { maxUnreadMcpBytes, UnreadBound } from './unread-bound.ts';
 
 /** JSON-RPC messages of one MCP request: a file written through write_file travels base64 inside one. */
 const maxMcpRequestBytes = 8 * 1024 * 1024;
@@ -12,9 +12,10 @@ const maxMcpRequestBytes = 8 * 1024 * 1024;
  * The MCP endpoint (streamable HTTP, stateless): each POST carries JSON-RPC messages, authenticated like
  * every route with the caller's key, and is answered by a server built for that request, acting as that
  * caller. Answers are an SSE stream (tool progress, then the result) or JSON. It runs on the
- * response-streaming function, as the exec route does, so a long command may take minutes.
+ * response-streaming function, as the exec route does, so a long command may take minutes. Its tools are
+ * the routes of `table` that declare one.
  */
-export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
+export function mcpRoutes(deps: RouteDeps, table: readonly RouteDefinition[]): RouteDefinition[] {
   return [
     route({
       method: 'POST',
@@ -28,14 +29,16 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
         description: 'JSON-RPC answers: an SSE stream, or JSON',
       },
       responses: { 200: null, 202: null, 400: errorSchema, 401: errorSchema },
+      streamed: true,
       handle: async ({ principal, request }) => {
         const unread = new UnreadBound(maxUnreadMcpBytes);
         const { createMcpServer, WebStandardStreamableHTTPServerTransport } = await mcpServerModules();
         const server = createMcpServer({
+          routes: table,
           sandboxes: deps.sandboxes,
-          operations: deps.operations,
           principal,
           log: deps.log,
+          requestId: request.requestId,
           execOutputMaxBytes: deps.config.api.execOutputMaxBytes,
           gone: request.signal,
           unread,
@@ -92,7 +95,7 @@ export function mcpRoutes(deps: RouteDeps): RouteDefinition[] {
  */
 async function mcpServerModules() {
   const [tools, transport] = await Promise.all([
-    import('../../mcp/tools.ts'),
+    import('./tools.ts'),
     import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
   ]);
   return {
