@@ -1,7 +1,8 @@
 import type { Config } from './config.ts';
-import { createE2bFacade, e2bPrefix } from './e2b/facade.ts';
+import { createE2bFacade, e2bPrefix, e2bStreamedRoutes } from './e2b/facade.ts';
 import { createRouter } from './http/router.ts';
 import { openApiRoute, type RouteDeps, restRoutes } from './http/routes/index.ts';
+import { type StreamedRoute, streamedRoutesOf } from './http/streamed-routes.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
 import type { Log } from './log.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
@@ -37,6 +38,11 @@ export const apiVersion = '0.1.0';
 export interface ControlPlane extends ControlPlaneDeps {
   /** The route table the router serves (the OpenAPI document is generated from it). */
   routes: RouteDefinition[];
+  /**
+   * The routes served by the response-streaming function (the route table's `streamed` ones and the E2B
+   * facade's): the CDK app and the local runtime route them from this list.
+   */
+  streamedRoutes: StreamedRoute[];
   tenancy: Tenancy;
   sandboxes: SandboxService;
   operations: SandboxOperations;
@@ -87,5 +93,6 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
       ? handleE2b(request)
       : handleApi(request);
-  return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, handleHttp };
+  const streamedRoutes = [...streamedRoutesOf(routes), ...e2bStreamedRoutes];
+  return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, streamedRoutes, handleHttp };
 }

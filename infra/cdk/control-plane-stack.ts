@@ -9,6 +9,7 @@ import type { Config } from '../../lib/config.ts';
 import { type FunctionName, functionTimeouts } from '../../lib/function-timeouts.ts';
 import { referencedSecretArns, runtimePoolSecretPrefix } from '../../lib/pools/credentials.ts';
 import { queueSettings } from '../../lib/scheduler/backoff.ts';
+import { declaredStreamedRoutes } from '../declared-routes.ts';
 import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
 import { grantLambdaMicrovmsPools } from './constructs/lambda-microvms-access.ts';
 import { Monitoring } from './constructs/monitoring.ts';
@@ -218,7 +219,11 @@ export class ControlPlaneStack extends Stack {
       }),
     );
 
-    this.api = new PublicApi(this, 'PublicApi', { handler: api.fn, streamHandler: apiStream.fn });
+    this.api = new PublicApi(this, 'PublicApi', {
+      handler: api.fn,
+      streamHandler: apiStream.fn,
+      streamedRoutes: declaredStreamedRoutes(),
+    });
     const schedules = new Schedules(this, 'Schedules', {
       sweep: sweep.fn,
       reconcile: reconcile.fn,

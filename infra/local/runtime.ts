@@ -25,7 +25,6 @@ import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
 import type { AuditEvent } from '../../lib/audit/chain.ts';
 import { type Config, parseConfig } from '../../lib/config.ts';
 import { type ControlPlane, createControlPlane } from '../../lib/control-plane.ts';
-import { isE2bStreamPath } from '../../lib/e2b/facade.ts';
 import {
   allPublishers,
   type EventPublisher,
@@ -33,6 +32,7 @@ import {
   publishLifecycleEvents,
 } from '../../lib/events/port.ts';
 import { type FunctionName, functionTimeouts } from '../../lib/function-timeouts.ts';
+import { streamedRouteMatcher } from '../../lib/http/streamed-routes.ts';
 import { type Log, silentLog } from '../../lib/log.ts';
 import { type QueueName, queueNames, workMessageSchema } from '../../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../../lib/queue/sqs.ts';
@@ -44,6 +44,7 @@ import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { memoryStore } from '../../lib/store/memory.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { WebhookFanout } from '../../lib/webhooks/fanout.ts';
+import { declaredStreamedRoutes } from '../declared-routes.ts';
 import { apiGateway } from './api-gateway.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
@@ -183,16 +184,12 @@ export interface LocalRuntime {
 }
 
 /**
- * The exec route and the MCP endpoint run on the response-streaming function, as API Gateway routes
- * them (infra/cdk public-api).
+ * The routes the control plane declares streamed run on the response-streaming function, as API Gateway
+ * routes them (infra/cdk public-api, from the same list).
  */
+const isStreamedRoute = streamedRouteMatcher(declaredStreamedRoutes());
 function isStreamRoute(event: APIGatewayProxyEvent): boolean {
-  if (event.httpMethod !== 'POST') return false;
-  return (
-    /^\/v1\/sandboxes\/[^/]+\/exec$/.test(event.path) ||
-    event.path === '/v1/mcp' ||
-    isE2bStreamPath(event.httpMethod, event.path)
-  );
+  return isStreamedRoute(event.httpMethod, event.path);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
+import type { StreamedRoute } from '../http/streamed-routes.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
@@ -19,10 +20,10 @@ export const e2bPrefix = '/e2b';
 /** envd's port, the one E2B SDKs address (code-interpreter's 49999 and previews are not served). */
 const envdPort = '49983';
 
-/** Routes on the response-streaming function (API Gateway and the local runtime route them there). */
-export function isE2bStreamPath(method: string, path: string): boolean {
-  return method.toUpperCase() === 'POST' && path === `${e2bPrefix}/process.Process/Start`;
-}
+/** The facade's routes on the response-streaming function: envd's process.Start (a command's output). */
+export const e2bStreamedRoutes: readonly StreamedRoute[] = [
+  { method: 'POST', path: `${e2bPrefix}/process.Process/Start` },
+];
 
 export interface E2bFacadeDeps {
   sandboxes: SandboxService;

@@ -12,6 +12,7 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import type { StreamedRoute } from '../../../lib/http/streamed-routes.ts';
 import {
   awsLimits,
   type GatewayResponse,
@@ -22,10 +23,12 @@ import {
 export interface PublicApiProps {
   readonly handler: IFunction;
   /**
-   * Serves POST /v1/sandboxes/{id}/exec, POST /v1/mcp and the E2B facade's POST /e2b/process.Process/Start in response-streaming mode (Lambda response
-   * streaming), so `?stream=1` and MCP progress reach clients as produced, for up to 15 minutes.
+   * Serves `streamedRoutes` in response-streaming mode (Lambda response streaming), so exec's
+   * `?stream=1`, MCP progress and E2B's process output reach clients as produced, for up to 15 minutes.
    */
   readonly streamHandler: IFunction;
+  /** The routes the control plane declares streamed (its `streamedRoutes`): each gets its own resource. */
+  readonly streamedRoutes: readonly StreamedRoute[];
   /**
    * Steady-state requests per second for the stage.
    * @default 100
@@ -93,20 +96,14 @@ export class PublicApi extends Construct {
     });
     this.api.root.addMethod('ANY', integration);
     this.api.root.addResource('{proxy+}').addMethod('ANY', integration);
-    // Explicit resources take precedence over {proxy+}: the exec route and the MCP endpoint stream.
+    // Explicit resources take precedence over {proxy+}: each streamed route gets one, on the streaming handler.
     const streamed = new LambdaIntegration(props.streamHandler, {
       proxy: true,
       responseTransferMode: ResponseTransferMode.STREAM,
       timeout: Duration.seconds(awsLimits.apiStreamIntegrationTimeoutSeconds),
     });
-    const v1 = this.api.root.addResource('v1');
-    v1.addResource('sandboxes').addResource('{id}').addResource('exec').addMethod('POST', streamed);
-    v1.addResource('mcp').addMethod('POST', streamed);
-    // The E2B facade's streamed command (lib/e2b/facade.ts isE2bStreamPath); the rest of /e2b is buffered.
-    this.api.root
-      .addResource('e2b')
-      .addResource('process.Process')
-      .addResource('Start')
-      .addMethod('POST', streamed);
+    for (const route of props.streamedRoutes) {
+      this.api.root.resourceForPath(route.path).addMethod(route.method, streamed);
+    }
   }
 }
