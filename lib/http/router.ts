@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import { describeIssues, formatIssues } from '../config.ts';
 import { ApiError, errors, isApiError, toErrorResponse } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
+import { withReadAlong } from '../store/request-reads.ts';
 import type { Authenticator, Principal } from '../tenancy/auth.ts';
 import { documentedStatuses } from './documented-statuses.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
@@ -114,13 +115,11 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     request: HttpRequest,
     rawParams: Record<string, string>,
   ): Promise<HttpResponse> {
+    const wanted = definition.readAlong?.(rawParams);
     const { principal, along } =
       definition.auth === 'none'
         ? { principal: anonymous, along: {} }
-        : await deps.authenticator.authenticate(
-            request.headers.authorization,
-            definition.readAlong?.(rawParams),
-          );
+        : await deps.authenticator.authenticate(request.headers.authorization, wanted);
     if (definition.auth === 'admin' && principal.kind !== 'admin') {
       throw errors.forbidden('this route needs the admin key');
     }
@@ -145,7 +144,12 @@ export function createRouter(routes: RouteDefinition[], deps: RouterDeps) {
     }
     const body =
       definition.body === undefined ? undefined : validate('body', definition.body, parseJsonBody(request));
-    const result = await definition.handle({ request, principal, params, query, body, along });
+    const run = () => definition.handle({ request, principal, params, query, body });
+    // What came with the key serves the handler's first reads of it (lib/store/request-reads.ts).
+    const result =
+      wanted !== undefined && principal.kind === 'org'
+        ? await withReadAlong({ ...wanted, orgId: principal.orgId }, along, run)
+        : await run();
     if (result.stream !== undefined) {
       return { status: result.status, headers: { ...result.headers }, body: '', stream: result.stream };
     }

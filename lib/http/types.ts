@@ -1,6 +1,5 @@
 import type * as z from 'zod';
 import type { StreamWrite } from '../sandboxes/exec-stream.ts';
-import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgPrincipal, Principal, WantedAlong } from '../tenancy/auth.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
@@ -45,8 +44,6 @@ export interface RouteContext<P, Q, B, A extends AuthRequirement = AuthRequireme
   params: P;
   query: Q;
   body: B;
-  /** What the route's `readAlong` asked for, where it was read with the key (see RouteDefinition). */
-  along: ReadAlongResult;
 }
 
 export interface RouteResult {
@@ -100,7 +97,8 @@ export interface RouteDefinition<
   tool?: RouteTool;
   /**
    * Records the handler reads next, fetched with the caller's key in one round trip (from the raw path
-   * parameters, before validation: an id that is not one is simply not read along).
+   * parameters, before validation: an id that is not one is simply not read along). The handler's
+   * services take them from the request's reads (lib/store/request-reads.ts), not as an argument.
    */
   readAlong?: (rawParams: Record<string, string>) => WantedAlong;
   handle(context: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>, A>): Promise<RouteResult>;

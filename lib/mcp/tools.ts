@@ -160,7 +160,6 @@ async function callRoute(
     params,
     query,
     body: route.body === undefined ? undefined : pick(input.bodyKeys),
-    along: {},
   });
   if (result.stream !== undefined && streams) {
     return answer(tool, await relayExecStream(deps, result, progressToken, extra, signal));

@@ -14,8 +14,8 @@ import {
   resourcesSchema,
   type SandboxIdle,
 } from '../schemas/sandboxes.ts';
-import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgRecord } from '../store/records.ts';
+import { readAlong } from '../store/request-reads.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
@@ -52,7 +52,6 @@ export async function admit(
   deps: AdmissionDeps,
   principal: OrgPrincipal,
   request: CreateSandboxRequest,
-  along: ReadAlongResult = {},
 ): Promise<Admission> {
   const projectId = await projectFor(deps, principal, request.projectId);
   // A restore (or fork) runs where its snapshot lives: snapshots are not portable between backends.
@@ -91,9 +90,11 @@ export async function admit(
   // Admission reads pools, the policy and the quota fresh: an operator's change applies to the very next
   // request, whichever container serves it. The org and the pools' version usually came with the key, in
   // the same round trip; the pools are read again only if their version moved.
+  const orgRead = readAlong.org(principal.orgId);
+  const poolsVersion = readAlong.poolsVersion(principal.orgId);
   const [org] = await Promise.all([
-    along.org === undefined ? freshOrg(deps, principal.orgId) : found(along.org, principal.orgId),
-    along.poolsVersion === undefined ? deps.pools.sync(true) : deps.pools.syncTo(along.poolsVersion),
+    orgRead === undefined ? freshOrg(deps, principal.orgId) : found(orgRead, principal.orgId),
+    poolsVersion === undefined ? deps.pools.sync(true) : deps.pools.syncTo(poolsVersion),
   ]);
   for (const name of request.placement?.allowedPools ?? []) await deps.pools.ensure(name);
   for (const name of request.placement?.allowedPools ?? []) {

@@ -3,7 +3,6 @@ import { errors, toErrorResponse } from '../errors.ts';
 import { describeError } from '../log.ts';
 import type { ExecStreamLine } from '../schemas/exec-stream-lines.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
-import type { ReadAlongResult } from '../store/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
 import { requireRunning } from './status-guards.ts';
@@ -33,7 +32,6 @@ export async function prepareExecStream(
   request: ExecRequest,
   /** The client went away: the command is cancelled on the backend (devhost kills its process group). */
   cancelled?: AbortSignal,
-  along: ReadAlongResult = {},
 ): Promise<(send: (line: ExecStreamLine) => void | Promise<void>) => Promise<void>> {
   if (request.timeoutSeconds !== undefined && request.timeoutSeconds > maxStreamSeconds) {
     throw errors.invalidRequest(`timeoutSeconds can be at most ${maxStreamSeconds} for a streamed exec`, {
@@ -41,7 +39,7 @@ export async function prepareExecStream(
       max: maxStreamSeconds,
     });
   }
-  const record = requireRunning(await sandboxes.loadForUse(principal, id, along));
+  const record = requireRunning(await sandboxes.loadForUse(principal, id));
   const adapter = deps.pools.adapterOf(record.pool);
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;

@@ -18,8 +18,9 @@ import {
   type SandboxIdle,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
-import type { Page, PageRequest, ReadAlongResult, SandboxFilter, SandboxPatch } from '../store/port.ts';
+import type { Page, PageRequest, SandboxFilter, SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
+import { readAlong } from '../store/request-reads.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
@@ -91,9 +92,9 @@ export class SandboxService {
     principal: OrgPrincipal,
     request: CreateSandboxRequest,
     idempotencyKey?: string,
-    internal: { forkedFrom?: string; along?: ReadAlongResult } = {},
+    internal: { forkedFrom?: string } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
-    const admitted = await admit(this.#deps, principal, request, internal.along);
+    const admitted = await admit(this.#deps, principal, request);
     const { projectId, allowedPools, capabilities, classification, resources, template, regions } = admitted;
     const nowDate = this.#now();
     const now = nowDate.toISOString();
@@ -156,8 +157,8 @@ export class SandboxService {
     return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };
   }
 
-  async get(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxView> {
-    return sandboxView(await this.load(principal, id, along));
+  async get(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    return sandboxView(await this.load(principal, id));
   }
 
   async list(principal: OrgPrincipal, filter: SandboxFilter, page: PageRequest): Promise<Page<SandboxView>> {
@@ -253,18 +254,13 @@ export class SandboxService {
    * write between our read and our write (the sandbox just started running, say) is not the caller's
    * problem: the read-modify-write is done again on the new version.
    */
-  async delete(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxView> {
-    let read = along;
-    return retryOnConflict(() => {
-      // What was read with the key serves the first attempt; a retry reads again.
-      const attempt = this.#delete(principal, id, read);
-      read = {};
-      return attempt;
-    });
+  async delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    // What was read with the key serves the first attempt only (request reads are given once).
+    return retryOnConflict(() => this.#delete(principal, id));
   }
 
-  async #delete(principal: OrgPrincipal, id: string, along: ReadAlongResult): Promise<SandboxView> {
-    const record = await this.load(principal, id, along);
+  async #delete(principal: OrgPrincipal, id: string): Promise<SandboxView> {
+    const record = await this.load(principal, id);
     if (record.status === 'terminating' || record.status === 'terminated') return sandboxView(record);
     const updated = await transitionSandbox(
       this.#deps.store,
@@ -274,21 +270,18 @@ export class SandboxService {
       { now: this.#now(), actor: principal.keyId },
     );
     await this.#enqueue('terminate', updated);
-    // Its reservation was released with the move to terminating: let waiters use it now.
+    // Its reservation was released with the move to terminating: let waiters use it now. The org's
+    // count of waiting sandboxes usually came with the key: with none, its queue is not read.
+    const orgWaiting = readAlong.waiting(record.orgId);
     await wakeWaiters(this.#deps, {
       orgId: record.orgId,
       pool: record.pool,
-      ...(along.waiting !== undefined && { orgWaiting: along.waiting }),
+      ...(orgWaiting !== undefined && { orgWaiting }),
     });
     return sandboxView(updated);
   }
 
-  async exec(
-    principal: OrgPrincipal,
-    id: string,
-    request: ExecRequest,
-    along: ReadAlongResult = {},
-  ): Promise<ExecResult> {
+  async exec(principal: OrgPrincipal, id: string, request: ExecRequest): Promise<ExecResult> {
     const { syncExecMaxSeconds } = this.#deps.config.api;
     if (request.timeoutSeconds !== undefined && request.timeoutSeconds > syncExecMaxSeconds) {
       throw errors.invalidRequest(
@@ -297,7 +290,7 @@ export class SandboxService {
       );
     }
     const started = Date.now();
-    const record = requireRunning(await this.loadForUse(principal, id, along));
+    const record = requireRunning(await this.loadForUse(principal, id));
     const adapter = this.#deps.pools.adapterOf(record.pool);
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
     // A resume after idleness took part of the request's time: the command gets what is left.
@@ -318,26 +311,20 @@ export class SandboxService {
   }
 
   /** Streamed exec: checks now, output later (see lib/sandboxes/exec-stream.ts). */
-  async execStream(
-    principal: OrgPrincipal,
-    id: string,
-    request: ExecRequest,
-    cancelled?: AbortSignal,
-    along: ReadAlongResult = {},
-  ) {
-    return prepareExecStream(this.#deps, this, principal, id, request, cancelled, along);
+  async execStream(principal: OrgPrincipal, id: string, request: ExecRequest, cancelled?: AbortSignal) {
+    return prepareExecStream(this.#deps, this, principal, id, request, cancelled);
   }
 
   /**
    * A tenant's sandbox, for an operation on it: not_found if the principal may not see it, so ids of
-   * other tenants leak nothing. Taken from what was read with the key when the route asked for it
-   * (`along`), otherwise read now. The pool registry is synced too (cheap when recent): the sandbox may
+   * other tenants leak nothing. Taken from what the request read with its key when the route asked for
+   * it (lib/store/request-reads.ts), otherwise read now. The pool registry is synced too (cheap when recent): the sandbox may
    * live on a pool added through the admin API after this container started.
    */
-  async load(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxRecord> {
-    const readAlong = along.sandbox !== undefined && (along.sandbox === null || along.sandbox.id === id);
+  async load(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
+    const read = readAlong.sandbox(principal.orgId, id);
     const [record] = await Promise.all([
-      readAlong ? (along.sandbox ?? undefined) : this.#deps.store.getSandbox(principal.orgId, id),
+      read !== undefined ? (read ?? undefined) : this.#deps.store.getSandbox(principal.orgId, id),
       this.#deps.pools.sync(),
     ]);
     if (record === undefined || (principal.projectId !== null && record.projectId !== principal.projectId)) {
@@ -352,8 +339,8 @@ export class SandboxService {
    * sandbox paused or stopped for idleness is resumed (started) first: the API waits for it up to
    * api.operationWaitSeconds, then answers 503 asking to try again while it is still on its way.
    */
-  async loadForUse(principal: OrgPrincipal, id: string, along: ReadAlongResult = {}): Promise<SandboxRecord> {
-    const record = await this.load(principal, id, along);
+  async loadForUse(principal: OrgPrincipal, id: string): Promise<SandboxRecord> {
+    const record = await this.load(principal, id);
     const idle = record.idle;
     if (idle === null) return record;
     const now = this.#now();

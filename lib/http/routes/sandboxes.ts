@@ -55,9 +55,9 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
           'Create a sandbox (template, resources, placement constraints, ttlSeconds, labels, env) and wait until it runs (wait: false answers at once, queued).',
         waits: true,
       },
-      handle: async ({ principal, body, request, along }) => {
+      handle: async ({ principal, body, request }) => {
         const key = idempotencyKeyOf(request.headers['idempotency-key']);
-        const { sandbox, replayed } = await sandboxes.create(principal, body, key, { along });
+        const { sandbox, replayed } = await sandboxes.create(principal, body, key);
         const headers: Record<string, string> = replayed ? { 'idempotent-replayed': 'true' } : {};
         return { status: 202, body: sandbox, headers };
       },
@@ -91,9 +91,9 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       responses: { 200: sandboxSchema, 404: errorSchema },
       readAlong: sandboxAlong,
       tool: { name: 'get_sandbox', description: 'Get a sandbox: its status, pool, resources, expiry.' },
-      handle: async ({ principal, params, along }) => ({
+      handle: async ({ principal, params }) => ({
         status: 200,
-        body: await sandboxes.get(principal, params.id, along),
+        body: await sandboxes.get(principal, params.id),
       }),
     }),
     route({
@@ -129,9 +129,9 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
         name: 'delete_sandbox',
         description: 'Terminate a sandbox; its instance is deleted shortly after.',
       },
-      handle: async ({ principal, params, along }) => ({
+      handle: async ({ principal, params }) => ({
         status: 202,
-        body: await sandboxes.delete(principal, params.id, along),
+        body: await sandboxes.delete(principal, params.id),
       }),
     }),
     route({
@@ -163,17 +163,17 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
           'Run a command in a running sandbox and return its exit code, stdout and stderr (each bounded; truncation is said). A client that sends a progressToken receives the output lines as progress notifications while the command runs.',
         text: (body) => execResultText(execResultSchema.parse(body), deps.config.api.execOutputMaxBytes),
       },
-      handle: async ({ principal, params, body, query, request, along }) => {
+      handle: async ({ principal, params, body, query, request }) => {
         if (query.stream === '1' || query.stream === 'true') {
           // A client that disconnects cancels the command on the backend.
-          const produce = await sandboxes.execStream(principal, params.id, body, request.signal, along);
+          const produce = await sandboxes.execStream(principal, params.id, body, request.signal);
           return {
             status: 200,
             headers: { 'content-type': 'application/x-ndjson' },
             stream: ndjsonStream(produce),
           };
         }
-        return { status: 200, body: await sandboxes.exec(principal, params.id, body, along) };
+        return { status: 200, body: await sandboxes.exec(principal, params.id, body) };
       },
     }),
   ];

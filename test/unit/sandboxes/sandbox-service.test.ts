@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { errors } from '../../../lib/errors.ts';
 import { idempotencyWindowSeconds, retryOnConflict } from '../../../lib/sandboxes/service.ts';
 import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
+import type { SandboxRecord } from '../../../lib/store/records.ts';
+import { withReadAlong } from '../../../lib/store/request-reads.ts';
 import { testPlane } from '../../helpers/plane.ts';
 
 const start = Date.parse('2026-12-03T12:00:00.000Z');
@@ -285,7 +287,7 @@ describe('exec', () => {
   });
 });
 
-describe('what the route read with the key', () => {
+describe('what the request read with its key', () => {
   it('is used instead of a read of its own, when it is the sandbox asked for', async () => {
     const { plane, principal, id } = await running();
     const record = await plane.store.getSandbox(principal.orgId, id);
@@ -295,15 +297,47 @@ describe('what the route read with the key', () => {
       reads.push(sandboxId);
       return get(orgId, sandboxId);
     };
-    expect((await plane.sandboxes.get(principal, id, { sandbox: record ?? null })).id).toBe(id);
+    const asked = { orgId: principal.orgId, sandboxId: id };
+    const withRead = <T>(sandbox: SandboxRecord | null, run: () => Promise<T>) =>
+      withReadAlong(asked, { sandbox }, run);
+    expect((await withRead(record ?? null, () => plane.sandboxes.get(principal, id))).id).toBe(id);
     expect(reads).toEqual([]);
     // Read along and absent: not found, without another look.
-    expect(await codeOf(plane.sandboxes.get(principal, id, { sandbox: null }))).toBe('not_found');
+    expect(await codeOf(withRead(null, () => plane.sandboxes.get(principal, id)))).toBe('not_found');
     expect(reads).toEqual([]);
     // Another sandbox than the one asked for: the service reads the one asked for.
     const other = (await plane.sandboxes.create(principal, {})).sandbox;
-    expect((await plane.sandboxes.get(principal, other.id, { sandbox: record ?? null })).id).toBe(other.id);
+    expect((await withRead(record ?? null, () => plane.sandboxes.get(principal, other.id))).id).toBe(
+      other.id,
+    );
     expect(reads).toEqual([other.id]);
+  });
+
+  it('serves the first read only: a later read in the same request goes to the store', async () => {
+    const { plane, principal, id } = await running();
+    const record = await plane.store.getSandbox(principal.orgId, id);
+    const reads: string[] = [];
+    const get = plane.store.getSandbox.bind(plane.store);
+    plane.store.getSandbox = async (orgId, sandboxId) => {
+      reads.push(sandboxId);
+      return get(orgId, sandboxId);
+    };
+    await withReadAlong({ orgId: principal.orgId, sandboxId: id }, { sandbox: record ?? null }, async () => {
+      await plane.sandboxes.get(principal, id);
+      await plane.sandboxes.get(principal, id);
+    });
+    expect(reads).toEqual([id]);
+  });
+
+  it('is not seen outside the request, nor in another org', async () => {
+    const { plane, principal, id } = await running();
+    const record = await plane.store.getSandbox(principal.orgId, id);
+    if (record === undefined) throw new Error('the sandbox was not written');
+    const stale: SandboxRecord = { ...record, status: 'queued' };
+    const elsewhere = { orgId: 'org_01J00000000000000000000000', sandboxId: id };
+    const seen = await withReadAlong(elsewhere, { sandbox: stale }, () => plane.sandboxes.get(principal, id));
+    expect(seen.status).toBe('running');
+    expect((await plane.sandboxes.get(principal, id)).status).toBe('running');
   });
 
   it("still hides another project's sandbox read along", async () => {
@@ -312,7 +346,9 @@ describe('what the route read with the key', () => {
     const project = await plane.tenancy.createProject(principal.orgId, { name: 'p' });
     expect(
       await codeOf(
-        plane.sandboxes.get({ ...principal, projectId: project.id }, id, { sandbox: record ?? null }),
+        withReadAlong({ orgId: principal.orgId, sandboxId: id }, { sandbox: record ?? null }, () =>
+          plane.sandboxes.get({ ...principal, projectId: project.id }, id),
+        ),
       ),
     ).toBe('not_found');
   });
