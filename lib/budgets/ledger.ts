@@ -61,3 +61,17 @@ export function budgetView(month: string, limit: number | null, ledger: Ledger):
     left: limit === null ? null : fromMicros(Math.max(0, limit - ledger.reserved - ledger.spent)),
   };
 }
+
+/** A budget's owner: the org (projectId null) or one of its projects. */
+export interface LedgerOwner {
+  orgId: string;
+  projectId: string | null;
+}
+
+/** The budgets a sandbox counts against: its org's, and its project's when it has one. */
+export function ledgerOwnersOf(record: { orgId: string; projectId: string | null }): LedgerOwner[] {
+  return [
+    { orgId: record.orgId, projectId: null },
+    ...(record.projectId === null ? [] : [{ orgId: record.orgId, projectId: record.projectId }]),
+  ];
+}

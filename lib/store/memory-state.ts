@@ -1,13 +1,13 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
-import { chargeOf, ledgerChanges, type SandboxBilling } from '../budgets/billing.ts';
+import { chargeOf } from '../budgets/billing.ts';
 import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { exceededQuota, round, type Usage, usageDelta, zeroUsage } from '../quotas/usage.ts';
+import { exceededQuota, round, type Usage, zeroUsage } from '../quotas/usage.ts';
 import type { WebhookRecord } from '../schemas/webhooks.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { quotaExceeded } from './errors.ts';
-import type { Page, PageRequest, UpdateSandboxOptions } from './port.ts';
+import type { Page, PageRequest } from './port.ts';
 import type {
   KeyRecord,
   OrgRecord,
@@ -19,6 +19,7 @@ import type {
   SandboxRecord,
   SnapshotRecord,
 } from './records.ts';
+import type { SandboxWriteEffects } from './sandboxes/write-effects.ts';
 
 export interface IdempotencyRecord {
   requestHash: string;
@@ -71,22 +72,18 @@ export class MemoryState {
   }
 
   /**
-   * Checks then applies the usage change of a sandbox moving from `from` to `to` (`'new'`: a sandbox
-   * being created, which held nothing); throws before any write.
+   * Executes a sandbox write's effects (lib/store/sandboxes/write-effects.ts): checks every limit they
+   * meet (the org's quota, a pool's concurrency, each budget), then applies them; throws before any
+   * write. The waiting count is not kept: memory counts waiting records when it needs the number.
    */
-  applyUsage(from: SandboxRecord | 'new', to: SandboxRecord, options: UpdateSandboxOptions): void {
-    const delta = usageDelta(
-      from === 'new' ? { status: 'queued', resources: to.resources, pool: null } : from,
-      to,
-    );
-    const usage = this.usage.get(to.orgId) ?? { ...zeroUsage };
-    const org = this.orgs.get(to.orgId);
+  applyEffects(effects: SandboxWriteEffects): void {
+    const usage = this.usage.get(effects.orgId) ?? { ...zeroUsage };
+    const org = this.orgs.get(effects.orgId);
     if (org !== undefined) {
-      const over = exceededQuota(usage, delta.org, org.quota);
+      const over = exceededQuota(usage, effects.usage, org.quota);
       if (over !== undefined) throw quotaExceeded(over);
     }
-    for (const [pool, change] of Object.entries(delta.pools)) {
-      const limit = pool === to.pool ? (options.poolLimit ?? 0) : 0;
+    for (const { pool, change, limit } of effects.poolSlots) {
       if (change > 0 && limit > 0 && (this.poolUsage.get(pool) ?? 0) + change > limit) {
         throw errors.insufficientCapacity(`pool ${pool} is at its concurrency limit of ${limit}`, {
           pool,
@@ -94,44 +91,41 @@ export class MemoryState {
         });
       }
     }
-    const budgetChanges = this.budgetChanges(from === 'new' ? null : from.billing, to);
-    for (const { key, ledger } of budgetChanges) this.ledgers.set(key, ledger);
-    this.usage.set(to.orgId, {
-      cpu: round(usage.cpu + delta.org.cpu),
-      memoryMiB: usage.memoryMiB + delta.org.memoryMiB,
-      diskGiB: usage.diskGiB + delta.org.diskGiB,
-      sandboxes: usage.sandboxes + delta.org.sandboxes,
+    const ledgers = this.ledgersAfter(effects);
+    for (const { key, ledger } of ledgers) this.ledgers.set(key, ledger);
+    this.usage.set(effects.orgId, {
+      cpu: round(usage.cpu + effects.usage.cpu),
+      memoryMiB: usage.memoryMiB + effects.usage.memoryMiB,
+      diskGiB: usage.diskGiB + effects.usage.diskGiB,
+      sandboxes: usage.sandboxes + effects.usage.sandboxes,
       snapshots: usage.snapshots,
     });
-    for (const [pool, change] of Object.entries(delta.pools)) {
+    for (const { pool, change } of effects.poolSlots) {
       this.poolUsage.set(pool, (this.poolUsage.get(pool) ?? 0) + change);
     }
   }
 
-  /** The ledgers a sandbox's billing change leaves, checked against each budget; throws before any write. */
-  budgetChanges(from: SandboxBilling | null, to: SandboxRecord): { key: string; ledger: Ledger }[] {
+  /** The ledgers a write's budget changes leave, each charge checked against its budget; throws first. */
+  ledgersAfter(effects: SandboxWriteEffects): { key: string; ledger: Ledger }[] {
     const result: { key: string; ledger: Ledger }[] = [];
-    for (const change of ledgerChanges(from, to.billing)) {
-      const scopes: { scope: BudgetScope; projectId: string | null; limit: number | null }[] = [
-        { scope: 'org', projectId: null, limit: this.orgs.get(to.orgId)?.budget ?? null },
-      ];
-      if (to.projectId !== null) {
-        const limit = this.projects.get(to.projectId)?.budget ?? null;
-        scopes.push({ scope: 'project', projectId: to.projectId, limit });
+    // One month's changes to one ledger build on each other.
+    const pending = new Map<string, Ledger>();
+    for (const { owner, change } of effects.ledgers) {
+      const limit =
+        owner.projectId === null
+          ? (this.orgs.get(owner.orgId)?.budget ?? null)
+          : (this.projects.get(owner.projectId)?.budget ?? null);
+      const scope: BudgetScope = owner.projectId === null ? 'org' : 'project';
+      const key = ledgerKey(owner.orgId, owner.projectId, change.month);
+      const ledger = pending.get(key) ?? this.ledgers.get(key) ?? emptyLedger;
+      const used = ledger.reserved + ledger.spent;
+      const charge = chargeOf(change);
+      if (charge > 0 && limit !== null && used + charge > limit) {
+        throw budgetExceeded({ scope, month: change.month, limit, used, requested: charge });
       }
-      for (const { scope, projectId, limit } of scopes) {
-        const key = ledgerKey(to.orgId, projectId, change.month);
-        const ledger = this.ledgers.get(key) ?? emptyLedger;
-        const used = ledger.reserved + ledger.spent;
-        const charge = chargeOf(change);
-        if (charge > 0 && limit !== null && used + charge > limit) {
-          throw budgetExceeded({ scope, month: change.month, limit, used, requested: charge });
-        }
-        result.push({
-          key,
-          ledger: { reserved: ledger.reserved + change.reserved, spent: ledger.spent + change.spent },
-        });
-      }
+      const after = { reserved: ledger.reserved + change.reserved, spent: ledger.spent + change.spent };
+      pending.set(key, after);
+      result.push({ key, ledger: after });
     }
     return result;
   }

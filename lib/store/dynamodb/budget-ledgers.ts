@@ -1,6 +1,12 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { chargeOf, type LedgerChange } from '../../budgets/billing.ts';
-import { type BudgetScope, budgetExceeded, type Ledger, unlimitedMicros } from '../../budgets/ledger.ts';
+import {
+  type BudgetScope,
+  budgetExceeded,
+  type Ledger,
+  type LedgerOwner,
+  unlimitedMicros,
+} from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { ledgerSchema, orgRecordSchema, projectRecordSchema } from '../records.ts';
 import { keyOf } from './items.ts';
@@ -15,19 +21,6 @@ import { type Action, isConditionFailed, type TableClient } from './table-client
  */
 
 const names = { '#free': 'free', '#reserved': 'reserved', '#spent': 'spent', '#used': 'used' };
-
-export interface LedgerOwner {
-  orgId: string;
-  projectId: string | null;
-}
-
-/** The budgets a sandbox counts against: its org's, and its project's when it has one. */
-export function ledgerOwnersOf(record: { orgId: string; projectId: string | null }): LedgerOwner[] {
-  return [
-    { orgId: record.orgId, projectId: null },
-    ...(record.projectId === null ? [] : [{ orgId: record.orgId, projectId: record.projectId }]),
-  ];
-}
 
 export function ledgerKey(owner: LedgerOwner, month: string) {
   return keyOf.budgetLedger(owner.orgId, owner.projectId, month);

@@ -1,19 +1,10 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AuditInput } from '../../audit/chain.ts';
-import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
 import { errors } from '../../errors.ts';
-import { exceededQuota, usageDelta } from '../../quotas/usage.ts';
+import { exceededQuota } from '../../quotas/usage.ts';
 import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
 import { decodeCursor } from '../cursor.ts';
-import {
-  initLedger,
-  type LedgerOwner,
-  ledgerLabel,
-  ledgerOwnersOf,
-  ledgerUpdate,
-  readLedger,
-  refusal,
-} from '../dynamodb/budget-ledgers.ts';
+import { initLedger, ledgerLabel, ledgerUpdate, readLedger, refusal } from '../dynamodb/budget-ledgers.ts';
 import { type DynamoDbContext, quotaOf, usageOf } from '../dynamodb/context.ts';
 import { indexKeyOf, keyOf, orgPartition, queuedParent, sandboxItem } from '../dynamodb/items.ts';
 import { tableKeys } from '../dynamodb/table.ts';
@@ -32,7 +23,6 @@ import {
   dueKeyOf,
   type IdempotencyClaim,
   indexedStatuses,
-  isWaiting,
   type Page,
   type PageRequest,
   type SandboxFilter,
@@ -41,6 +31,7 @@ import {
 } from '../port.ts';
 import { type SandboxRecord, sandboxRecordSchema } from '../records.ts';
 import type { SandboxStore } from './port.ts';
+import { type SandboxWriteEffects, sandboxWriteEffects } from './write-effects.ts';
 
 /** The sandboxes aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
@@ -54,32 +45,31 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
     return { sandbox: first, replayed: true };
   }
 
+  /** A write's effects (lib/store/sandboxes/write-effects.ts) as the conditional updates beside its record. */
+  function effectActions(effects: SandboxWriteEffects, maxWaiting?: number): Action[] {
+    const list: Action[] = [];
+    const usage = usageUpdate(effects.orgId, effects.usage, c.table);
+    if (usage !== undefined) list.push(usage);
+    if (effects.waiting !== 0) list.push(waitingUpdate(effects.orgId, effects.waiting, c.table, maxWaiting));
+    for (const { pool, change, limit } of effects.poolSlots)
+      list.push(poolUpdate(pool, change, limit, c.table));
+    for (const { owner, change } of effects.ledgers) list.push(ledgerUpdate(owner, change));
+    return list;
+  }
+
   async function writeSandbox(
     current: SandboxRecord,
     next: SandboxRecord,
-    budgets: { owner: LedgerOwner; change: LedgerChange }[],
+    effects: SandboxWriteEffects,
     options: UpdateSandboxOptions,
   ): Promise<SandboxRecord> {
-    const delta = usageDelta(current, next);
-    const actions = (): Action[] => {
-      const list: Action[] = [
-        put('sandbox', sandboxItem(next), 'version = :version AND #status = :status', {
-          names: { '#status': 'status' },
-          values: { ':version': current.version, ':status': current.status },
-        }),
-      ];
-      const usage = usageUpdate(current.orgId, delta.org, c.table);
-      if (usage !== undefined) list.push(usage);
-      // Leaving the waiting statuses frees a place in the org's queue (a retry moves within them).
-      const waiting = Number(isWaiting(next.status)) - Number(isWaiting(current.status));
-      if (waiting !== 0) list.push(waitingUpdate(current.orgId, waiting, c.table));
-      for (const [pool, change] of Object.entries(delta.pools)) {
-        const limit = pool === next.pool ? (options.poolLimit ?? 0) : 0;
-        list.push(poolUpdate(pool, change, limit, c.table));
-      }
-      for (const { owner, change } of budgets) list.push(ledgerUpdate(owner, change));
-      return list;
-    };
+    const actions = (): Action[] => [
+      put('sandbox', sandboxItem(next), 'version = :version AND #status = :status', {
+        names: { '#status': 'status' },
+        values: { ':version': current.version, ':status': current.status },
+      }),
+      ...effectActions(effects),
+    ];
     try {
       await c.audit.write(current.orgId, options.audit, actions);
       return next;
@@ -99,7 +89,7 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
       if (labels.has('usage')) {
         const over = exceededQuota(
           await usageOf(c, current.orgId),
-          delta.org,
+          effects.usage,
           await quotaOf(c, current.orgId),
         );
         throw over === undefined
@@ -131,7 +121,7 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
       try {
         await c.audit.write(sandbox.orgId, audit, () => [
           check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
-          waitingUpdate(sandbox.orgId, 1, c.table, options.maxWaiting),
+          ...effectActions(sandboxWriteEffects(undefined, sandbox), options.maxWaiting),
           put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
           put(
             'pointer',
@@ -292,13 +282,12 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
       options: UpdateSandboxOptions = {},
     ): Promise<SandboxRecord> {
       const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
-      const budgets = ledgerChanges(current.billing, next.billing).flatMap((change) =>
-        ledgerOwnersOf(next).map((owner) => ({ owner, change })),
-      );
+      const effects = sandboxWriteEffects(current, next, options.poolLimit);
+      const budgets = effects.ledgers;
       // A month's first charge to a budget finds its ledger without headroom: give it one, then again.
       for (let attempt = 0; ; attempt++) {
         try {
-          return await writeSandbox(current, next, budgets, options);
+          return await writeSandbox(current, next, effects, options);
         } catch (error) {
           if (!(error instanceof Canceled) || attempt >= 2) throw error;
           const failed = budgets.find(({ owner, change }) =>

@@ -17,6 +17,7 @@ import {
 } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
 import type { SandboxStore } from './port.ts';
+import { sandboxWriteEffects } from './write-effects.ts';
 
 /** The sandboxes aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memorySandboxes(s: MemoryState): SandboxStore {
@@ -51,7 +52,7 @@ export function memorySandboxes(s: MemoryState): SandboxStore {
         });
       }
       if (s.sandboxes.has(sandbox.id)) throw errors.conflict(`sandbox ${sandbox.id} already exists`);
-      s.applyUsage('new', sandbox, {});
+      s.applyEffects(sandboxWriteEffects(undefined, sandbox));
       s.sandboxes.set(sandbox.id, structuredClone(sandbox));
       s.append(sandbox.orgId, audit);
       return { sandbox: structuredClone(sandbox), replayed: false };
@@ -124,7 +125,7 @@ export function memorySandboxes(s: MemoryState): SandboxStore {
         });
       }
       const next: SandboxRecord = { ...stored, ...structuredClone(patch), version: stored.version + 1 };
-      s.applyUsage(stored, next, options);
+      s.applyEffects(sandboxWriteEffects(stored, next, options.poolLimit));
       s.sandboxes.set(next.id, next);
       if (options.audit !== undefined) s.append(next.orgId, options.audit);
       return structuredClone(next);

@@ -1,0 +1,48 @@
+import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
+import { type LedgerOwner, ledgerOwnersOf } from '../../budgets/ledger.ts';
+import { type Usage, usageDelta } from '../../quotas/usage.ts';
+import { isWaiting } from '../port.ts';
+import type { SandboxRecord } from '../records.ts';
+
+/**
+ * What a sandbox write changes beside its record, computed once here for both stores: each store only
+ * executes it (DynamoDB as conditional updates in the record's transaction, memory as checks then sets),
+ * and refuses it the same way where a limit would be crossed.
+ */
+export interface SandboxWriteEffects {
+  orgId: string;
+  /** The org's usage change; an increase must fit the org's quota. */
+  usage: Omit<Usage, 'snapshots'>;
+  /** The org's count of waiting (queued or provisioning) sandboxes: +1, -1 or 0. */
+  waiting: number;
+  /** Pool slots taken (+) and released (-); a slot taken must stay within `limit` (0: no limit). */
+  poolSlots: { pool: string; change: number; limit: number }[];
+  /** The budget ledgers the sandbox's billing change moves, per owner and month; a charge must fit. */
+  ledgers: { owner: LedgerOwner; change: LedgerChange }[];
+}
+
+/**
+ * The effects of writing `to` over `from` (undefined: a new sandbox, which held nothing and waited
+ * nowhere). `poolLimit` is the concurrency limit of `to`'s pool, which a slot taken there must respect.
+ */
+export function sandboxWriteEffects(
+  from: SandboxRecord | undefined,
+  to: SandboxRecord,
+  poolLimit = 0,
+): SandboxWriteEffects {
+  const before = from ?? { status: 'queued' as const, resources: to.resources, pool: null, billing: null };
+  const delta = usageDelta(before, to);
+  return {
+    orgId: to.orgId,
+    usage: delta.org,
+    waiting: Number(isWaiting(to.status)) - (from === undefined ? 0 : Number(isWaiting(from.status))),
+    poolSlots: Object.entries(delta.pools).map(([pool, change]) => ({
+      pool,
+      change,
+      limit: pool === to.pool ? poolLimit : 0,
+    })),
+    ledgers: ledgerChanges(before.billing, to.billing).flatMap((change) =>
+      ledgerOwnersOf(to).map((owner) => ({ owner, change })),
+    ),
+  };
+}
