@@ -3,9 +3,8 @@ import { errors } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-operations.ts';
-import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import { lifecycleMoves } from './lifecycle-moves.ts';
 import { transitionSandbox } from './transition.ts';
 

@@ -14,7 +14,7 @@ import type { LifecycleAction, Snapshot } from '../schemas/sandbox-operations.ts
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
-import type { Page, PageRequest } from '../store/port.ts';
+import type { Page, PageRequest } from '../store/page.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { lifecycleMoves, snapshotableStatuses } from './lifecycle-moves.ts';

@@ -18,10 +18,10 @@ import {
   type SandboxIdle,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
-import type { Page, PageRequest, SandboxFilter, SandboxPatch } from '../store/port.ts';
+import type { Page, PageRequest } from '../store/page.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import { readAlong } from '../store/request-reads.ts';
-import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SandboxFilter, SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';

@@ -1,9 +1,8 @@
 import { billingAfterMove } from '../budgets/billing.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
-import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import { assertTransition } from './status-guards.ts';
 
 export interface TransitionOptions {

@@ -1,6 +1,5 @@
-import type { SandboxPatch } from '../store/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 
 /**
  * Work that is alive touches its record at most this often, so the sweep can tell a waiting sandbox

@@ -7,7 +7,7 @@ import { exceededQuota, round, type Usage, zeroUsage } from '../quotas/usage.ts'
 import type { WebhookRecord } from '../schemas/webhooks.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { quotaExceeded } from './errors.ts';
-import type { Page, PageRequest } from './port.ts';
+import type { Page, PageRequest } from './page.ts';
 import type {
   KeyRecord,
   OrgRecord,

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ReadAlong, ReadAlongResult } from './port.ts';
 import type { OrgRecord, SandboxRecord } from './records.ts';
+import type { ReadAlong, ReadAlongResult } from './tenancy/port.ts';
 
 /**
  * What one request read along with its key (the store's `getKeyWith`, one round trip): the services

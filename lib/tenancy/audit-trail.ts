@@ -1,7 +1,8 @@
 import { type AuditEvent, type ChainVerification, verifyChain } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
 import type { AuditStore } from '../store/audit/port.ts';
-import { installationChain, type Page, type PageRequest } from '../store/port.ts';
+import { installationChain } from '../store/audit/port.ts';
+import type { Page, PageRequest } from '../store/page.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { OrgPrincipal } from './auth.ts';
 

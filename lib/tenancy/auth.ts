@@ -1,8 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.ts';
 import { isId } from '../ids.ts';
-import type { ReadAlong, ReadAlongResult } from '../store/port.ts';
-import type { TenancyStore } from '../store/tenancy/port.ts';
+import type { ReadAlong, ReadAlongResult, TenancyStore } from '../store/tenancy/port.ts';
 
 export type Principal =
   /**

@@ -14,7 +14,7 @@ import type {
   setQuotaSchema,
 } from '../schemas/tenancy.ts';
 import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../schemas/tenancy.ts';
-import type { Page, PageRequest } from '../store/port.ts';
+import type { Page, PageRequest } from '../store/page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import { e2bKeyForm, mintKeySecret } from './auth.ts';

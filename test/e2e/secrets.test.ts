@@ -6,7 +6,7 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { parseConfig } from '../../lib/config.ts';
 import { errors } from '../../lib/errors.ts';
 import type { Log } from '../../lib/log.ts';
-import { installationChain } from '../../lib/store/port.ts';
+import { installationChain } from '../../lib/store/audit/port.ts';
 import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import type { RouteDefinition } from '../../lib/http/types.ts';
-import { installationChain } from '../../lib/store/port.ts';
+import { installationChain } from '../../lib/store/audit/port.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { envelopeSchema } from '../helpers/http-client.ts';

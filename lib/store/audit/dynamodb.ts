@@ -4,7 +4,7 @@ import { newId } from '../../ids.ts';
 import type { DynamoDbContext } from '../dynamodb/context.ts';
 import { keyOf } from '../dynamodb/items.ts';
 import { isConditionFailed } from '../dynamodb/table-client.ts';
-import type { Page, PageRequest } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { AuditStore } from './port.ts';
 
 /** The audit aggregate on the one DynamoDB table (docs/store.md). */

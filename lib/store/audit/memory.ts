@@ -1,7 +1,7 @@
 import { type AuditEvent, type AuditInput, type ChainHead, genesisHead } from '../../audit/chain.ts';
 import { decodeCursor, encodeCursor } from '../cursor.ts';
 import type { MemoryState } from '../memory-state.ts';
-import type { Page, PageRequest } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { AuditStore } from './port.ts';
 
 /** The audit aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */

@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditInput, ChainHead } from '../../audit/chain.ts';
-import type { Page, PageRequest } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 
 /**
  * The audit aggregate: each org's hash chain (and the installation's), appended to in the same atomic
@@ -19,3 +19,6 @@ export interface AuditStore {
   /** Events in seq order; the cursor continues after the last event returned. */
   listAudit(orgId: string, page: PageRequest): Promise<Page<AuditEvent>>;
 }
+
+/** The audit chain that records installation-wide changes (pools, policy), verified like an org's. */
+export const installationChain = 'installation';

@@ -10,7 +10,7 @@ import {
 import { errors } from '../../errors.ts';
 import { newUlid } from '../../ids.ts';
 import { decodeCursor } from '../cursor.ts';
-import type { Page, PageRequest } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import { auditEventSchema } from '../records.ts';
 import { auditItem, keyOf, seqKey } from './items.ts';
 import {

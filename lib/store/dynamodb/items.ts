@@ -1,8 +1,8 @@
 import type { AuditEvent } from '../../audit/chain.ts';
 import { type Usage, usageLimits } from '../../quotas/usage.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
-import { dueKeyOf, indexedStatuses } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
+import { dueKeyOf, indexedStatuses } from '../sandboxes/status-index.ts';
 import { tableKeys } from './table.ts';
 
 /** Key builders: every item's key is prefixed by its owner so tenant reads are Queries. */

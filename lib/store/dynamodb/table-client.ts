@@ -11,7 +11,7 @@ import {
 import type * as z from 'zod';
 import { ApiError } from '../../errors.ts';
 import { encodeCursor } from '../cursor.ts';
-import type { Page } from '../port.ts';
+import type { Page } from '../page.ts';
 
 /**
  * The table's shared mechanics, apart from what any item means: transactions with named actions (a

@@ -1,10 +1,10 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
 import { newUlid } from '../../ids.ts';
+import { installationChain } from '../audit/port.ts';
 import type { DynamoDbContext } from '../dynamodb/context.ts';
 import { keyOf } from '../dynamodb/items.ts';
 import { type Action, Canceled, del, jitteredPause, onCanceled, put } from '../dynamodb/table-client.ts';
-import { installationChain, type PoolsState } from '../port.ts';
 import {
   type PlacementPolicy,
   type PoolDownMark,
@@ -16,7 +16,7 @@ import {
   poolViewSchema,
   withDownMarks,
 } from '../records.ts';
-import type { PoolStore } from './port.ts';
+import type { PoolStore, PoolsState } from './port.ts';
 
 /** The pools aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbPools(c: DynamoDbContext): PoolStore {

@@ -1,10 +1,10 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
 import { newUlid } from '../../ids.ts';
+import { installationChain } from '../audit/port.ts';
 import { copy, type MemoryState } from '../memory-state.ts';
-import { installationChain, type PoolsState } from '../port.ts';
 import { type PlacementPolicy, type PoolRecord, type PoolView, withDownMarks } from '../records.ts';
-import type { PoolStore } from './port.ts';
+import type { PoolStore, PoolsState } from './port.ts';
 
 /** The pools aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memoryPools(s: MemoryState): PoolStore {

@@ -1,5 +1,4 @@
 import type { AuditInput } from '../../audit/chain.ts';
-import type { PoolsState } from '../port.ts';
 import type { PlacementPolicy, PoolRecord, PoolView } from '../records.ts';
 
 /**
@@ -41,4 +40,12 @@ export interface PoolStore {
 
   /** Active slots taken on a pool. */
   getPoolUsage(pool: string): Promise<number>;
+}
+
+export interface PoolsState {
+  pools: PoolRecord[];
+  views: PoolView[];
+  policy: PlacementPolicy | undefined;
+  /** null until the first pool or policy change. */
+  version: string | null;
 }

@@ -18,19 +18,17 @@ import {
 } from '../dynamodb/table-client.ts';
 import { poolUpdate, usageUpdate, waitingUpdate } from '../dynamodb/usage-updates.ts';
 import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../errors.ts';
-import {
-  type CreateSandboxResult,
-  dueKeyOf,
-  type IdempotencyClaim,
-  indexedStatuses,
-  type Page,
-  type PageRequest,
-  type SandboxFilter,
-  type SandboxPatch,
-  type UpdateSandboxOptions,
-} from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import { type SandboxRecord, sandboxRecordSchema } from '../records.ts';
-import type { SandboxStore } from './port.ts';
+import type {
+  CreateSandboxResult,
+  IdempotencyClaim,
+  SandboxFilter,
+  SandboxPatch,
+  SandboxStore,
+  UpdateSandboxOptions,
+} from './port.ts';
+import { dueKeyOf, indexedStatuses } from './status-index.ts';
 import { type SandboxWriteEffects, sandboxWriteEffects } from './write-effects.ts';
 
 /** The sandboxes aggregate on the one DynamoDB table (docs/store.md). */

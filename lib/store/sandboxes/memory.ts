@@ -3,20 +3,18 @@ import { errors } from '../../errors.ts';
 import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
 import { idempotencyMismatch, waitingExceeded } from '../errors.ts';
 import { copy, type MemoryState, paginate } from '../memory-state.ts';
+import type { Page, PageRequest } from '../page.ts';
+import type { SandboxRecord } from '../records.ts';
+import type { SandboxStore } from './port.ts';
 import {
   type CreateSandboxResult,
-  dueKeyOf,
   type IdempotencyClaim,
-  indexedStatuses,
   isWaiting,
-  type Page,
-  type PageRequest,
   type SandboxFilter,
   type SandboxPatch,
   type UpdateSandboxOptions,
-} from '../port.ts';
-import type { SandboxRecord } from '../records.ts';
-import type { SandboxStore } from './port.ts';
+} from './port.ts';
+import { dueKeyOf, indexedStatuses } from './status-index.ts';
 import { sandboxWriteEffects } from './write-effects.ts';
 
 /** The sandboxes aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */

@@ -1,14 +1,6 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
-import type {
-  CreateSandboxResult,
-  IdempotencyClaim,
-  Page,
-  PageRequest,
-  SandboxFilter,
-  SandboxPatch,
-  UpdateSandboxOptions,
-} from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { SandboxRecord } from '../records.ts';
 
 /**
@@ -67,4 +59,39 @@ export interface SandboxStore {
 
   /** The last call recorded by touchSandbox, if any. */
   lastActivity(orgId: string, id: string): Promise<string | undefined>;
+}
+
+export interface SandboxFilter {
+  status?: SandboxStatus | undefined;
+  projectId?: string | undefined;
+  labels?: Record<string, string> | undefined;
+}
+
+/** Fields a sandbox update may change; id, orgId and createdAt never change. */
+export type SandboxPatch = Partial<Omit<SandboxRecord, 'id' | 'orgId' | 'createdAt' | 'version'>>;
+
+export interface IdempotencyClaim {
+  key: string;
+  /** SHA-256 of the canonical request body: a repeat with another body is a conflict. */
+  requestHash: string;
+  /** After this the key may be used again; records are filtered by it, never trusted to TTL. */
+  expiresAt: string;
+}
+
+export interface CreateSandboxResult {
+  sandbox: SandboxRecord;
+  /** True when an earlier request with the same Idempotency-Key already created this sandbox. */
+  replayed: boolean;
+}
+
+export interface UpdateSandboxOptions {
+  /** Recorded in the org's audit chain in the same write as the change. */
+  audit?: AuditInput;
+  /** maxConcurrency of the pool a slot is taken on; 0 or absent: no limit. */
+  poolLimit?: number;
+}
+
+/** Statuses in which a sandbox waits for a backend: what `maxQueued` bounds. A retry moves between them. */
+export function isWaiting(status: SandboxStatus): boolean {
+  return status === 'queued' || status === 'provisioning';
 }

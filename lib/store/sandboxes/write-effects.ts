@@ -1,8 +1,8 @@
 import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
 import { type LedgerOwner, ledgerOwnersOf } from '../../budgets/ledger.ts';
 import { type Usage, usageDelta } from '../../quotas/usage.ts';
-import { isWaiting } from '../port.ts';
 import type { SandboxRecord } from '../records.ts';
+import { isWaiting } from './port.ts';
 
 /**
  * What a sandbox write changes beside its record, computed once here for both stores: each store only

@@ -6,9 +6,10 @@ import { keyOf, orgPartition } from '../dynamodb/items.ts';
 import { Canceled, del, put } from '../dynamodb/table-client.ts';
 import { snapshotSlot } from '../dynamodb/usage-updates.ts';
 import { quotaExceeded } from '../errors.ts';
-import { type Page, type PageRequest, type SnapshotSettlement, snapshotHoldsSlot } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import { type SnapshotRecord, snapshotRecordSchema } from '../records.ts';
 import type { SnapshotStore } from './port.ts';
+import { type SnapshotSettlement, snapshotHoldsSlot } from './port.ts';
 
 /** The snapshots aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbSnapshots(c: DynamoDbContext): SnapshotStore {

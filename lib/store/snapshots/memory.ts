@@ -3,9 +3,10 @@ import { errors } from '../../errors.ts';
 import { exceededQuota, zeroUsage } from '../../quotas/usage.ts';
 import { quotaExceeded } from '../errors.ts';
 import { type MemoryState, paginate } from '../memory-state.ts';
-import { type Page, type PageRequest, type SnapshotSettlement, snapshotHoldsSlot } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { SnapshotRecord } from '../records.ts';
 import type { SnapshotStore } from './port.ts';
+import { type SnapshotSettlement, snapshotHoldsSlot } from './port.ts';
 
 /** The snapshots aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memorySnapshots(s: MemoryState): SnapshotStore {

@@ -1,5 +1,5 @@
 import type { AuditInput } from '../../audit/chain.ts';
-import type { Page, PageRequest, SnapshotSettlement } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { SnapshotRecord } from '../records.ts';
 
 /**
@@ -25,4 +25,13 @@ export interface SnapshotStore {
 
   /** Removes the record and gives its slot back in the same write (unless it failed); a missing one is not_found. */
   deleteSnapshot(orgId: string, id: string, audit: AuditInput): Promise<SnapshotRecord>;
+}
+
+/** How a snapshot's creation ends. */
+export type SnapshotSettlement = Pick<SnapshotRecord, 'status' | 'statusMessage' | 'updatedAt'> &
+  Partial<Pick<SnapshotRecord, 'backendRef' | 'sizeBytes' | 'kind'>>;
+
+/** Whether a snapshot holds one of its org's maxSnapshots: creating and ready ones do, failed ones not. */
+export function snapshotHoldsSlot(snapshot: Pick<SnapshotRecord, 'status'>): boolean {
+  return snapshot.status !== 'failed';
 }

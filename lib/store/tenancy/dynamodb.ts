@@ -10,7 +10,7 @@ import { type DynamoDbContext, orgOf, usageOf } from '../dynamodb/context.ts';
 import { keyOf, keysParent, orgsParent, usageItem } from '../dynamodb/items.ts';
 import { tableKeys } from '../dynamodb/table.ts';
 import { afterSortKey, Canceled, check, onCanceled, put } from '../dynamodb/table-client.ts';
-import type { Page, PageRequest, ReadAlong, ReadAlongResult } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import {
   type KeyRecord,
   keyRecordSchema,
@@ -20,7 +20,7 @@ import {
   projectRecordSchema,
   sandboxRecordSchema,
 } from '../records.ts';
-import type { TenancyStore } from './port.ts';
+import type { ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
 
 /** The tenancy aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {

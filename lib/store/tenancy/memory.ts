@@ -5,9 +5,10 @@ import { type Usage, zeroUsage } from '../../quotas/usage.ts';
 import type { IdlePolicy } from '../../schemas/sandboxes.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
 import { copy, ledgerKey, type MemoryState, paginate } from '../memory-state.ts';
-import { isWaiting, type Page, type PageRequest, type ReadAlong, type ReadAlongResult } from '../port.ts';
+import type { Page, PageRequest } from '../page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../records.ts';
-import type { TenancyStore } from './port.ts';
+import { isWaiting } from '../sandboxes/port.ts';
+import type { ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
 
 /** The tenancy aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memoryTenancy(s: MemoryState): TenancyStore {

@@ -3,8 +3,8 @@ import type { Ledger } from '../../budgets/ledger.ts';
 import type { Usage } from '../../quotas/usage.ts';
 import type { IdlePolicy } from '../../schemas/sandboxes.ts';
 import type { Quota } from '../../schemas/tenancy.ts';
-import type { Page, PageRequest, ReadAlong, ReadAlongResult } from '../port.ts';
-import type { KeyRecord, OrgRecord, ProjectRecord } from '../records.ts';
+import type { Page, PageRequest } from '../page.ts';
+import type { KeyRecord, OrgRecord, ProjectRecord, SandboxRecord } from '../records.ts';
 
 /**
  * The tenancy aggregate: orgs, their keys and projects, quotas, default idle policies, usage and
@@ -76,4 +76,22 @@ export interface TenancyStore {
 
   /** A month's ledger of an org's budget (projectId null) or of one project's. */
   getLedger(orgId: string, projectId: string | null, month: string): Promise<Ledger>;
+}
+
+/** What a request reads with its API key (Store.getKeyWith), in the key's org. */
+export interface ReadAlong {
+  orgId: string;
+  org?: boolean;
+  sandboxId?: string;
+  /** The org's count of waiting (queued or provisioning) sandboxes. */
+  waiting?: boolean;
+  poolsVersion?: boolean;
+}
+
+/** What was read along with a key: `null` where the item does not exist, absent where it was not asked for. */
+export interface ReadAlongResult {
+  org?: OrgRecord | null;
+  sandbox?: SandboxRecord | null;
+  waiting?: number;
+  poolsVersion?: string | null;
 }

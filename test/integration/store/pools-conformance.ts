@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { installationChain } from '../../../lib/store/port.ts';
+import { installationChain } from '../../../lib/store/audit/port.ts';
 import { verifyOrgChain } from '../../../lib/tenancy/audit-trail.ts';
 import { admin, codeOf, type StoreUnderTest } from './store-under-test.ts';
 

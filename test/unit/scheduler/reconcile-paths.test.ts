@@ -8,8 +8,8 @@ import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
 import { errors } from '../../../lib/errors.ts';
 import { type PoolReconcileReport, reconcile } from '../../../lib/scheduler/reconcile.ts';
 import type { SandboxStatus } from '../../../lib/schemas/sandbox-status.ts';
-import type { SandboxPatch } from '../../../lib/store/port.ts';
 import type { SandboxRecord } from '../../../lib/store/records.ts';
+import type { SandboxPatch } from '../../../lib/store/sandboxes/port.ts';
 import { testPlane } from '../../helpers/plane.ts';
 
 const start = Date.parse('2026-12-03T12:00:00.000Z');
