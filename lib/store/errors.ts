@@ -10,6 +10,11 @@ export function quotaExceeded(over: { field: string; limit: number; used: number
   );
 }
 
+/** A slot taken on a pool would pass its concurrency limit. */
+export function poolAtLimit(pool: string, limit: number): ApiError {
+  return errors.insufficientCapacity(`pool ${pool} is at its concurrency limit of ${limit}`, { pool, limit });
+}
+
 /** The org already has its maximum of waiting sandboxes. */
 export function waitingExceeded(limit: number): ApiError {
   return errors.quotaExceeded(

@@ -1,12 +1,11 @@
 import { type AuditEvent, type AuditInput, type ChainHead, chainEvent, genesisHead } from '../audit/chain.ts';
 import { chargeOf } from '../budgets/billing.ts';
 import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
-import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { exceededQuota, round, type Usage, zeroUsage } from '../quotas/usage.ts';
 import type { WebhookRecord } from '../schemas/webhooks.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
-import { quotaExceeded } from './errors.ts';
+import { poolAtLimit, quotaExceeded } from './errors.ts';
 import type { Page, PageRequest } from './page.ts';
 import type {
   KeyRecord,
@@ -85,10 +84,7 @@ export class MemoryState {
     }
     for (const { pool, change, limit } of effects.poolSlots) {
       if (change > 0 && limit > 0 && (this.poolUsage.get(pool) ?? 0) + change > limit) {
-        throw errors.insufficientCapacity(`pool ${pool} is at its concurrency limit of ${limit}`, {
-          pool,
-          limit,
-        });
+        throw poolAtLimit(pool, limit);
       }
     }
     const ledgers = this.ledgersAfter(effects);

@@ -17,7 +17,7 @@ import {
   put,
 } from '../dynamodb/table-client.ts';
 import { poolUpdate, usageUpdate, waitingUpdate } from '../dynamodb/usage-updates.ts';
-import { idempotencyMismatch, quotaExceeded, waitingExceeded } from '../errors.ts';
+import { idempotencyMismatch, poolAtLimit, quotaExceeded, waitingExceeded } from '../errors.ts';
 import type { Page, PageRequest } from '../page.ts';
 import { type SandboxRecord, sandboxRecordSchema } from '../records.ts';
 import type {
@@ -95,15 +95,8 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
           : quotaExceeded(over);
       }
       const pool = error.failed.find((f) => f.label.startsWith('pool:'))?.label.slice(5);
-      if (pool !== undefined) {
-        throw errors.insufficientCapacity(
-          `pool ${pool} is at its concurrency limit of ${options.poolLimit ?? 0}`,
-          {
-            pool,
-            limit: options.poolLimit ?? 0,
-          },
-        );
-      }
+      const slot = effects.poolSlots.find((taken) => taken.pool === pool);
+      if (pool !== undefined) throw poolAtLimit(pool, slot?.limit ?? 0);
       throw error;
     }
   }
