@@ -287,16 +287,26 @@ describe('exec', () => {
   });
 });
 
+/** The sandbox as stored, and the ids of every sandbox the store is asked for from now on. */
+async function countingSandboxReads(
+  plane: Awaited<ReturnType<typeof running>>['plane'],
+  orgId: string,
+  id: string,
+) {
+  const record = await plane.store.getSandbox(orgId, id);
+  const reads: string[] = [];
+  const get = plane.store.getSandbox.bind(plane.store);
+  plane.store.getSandbox = async (org, sandboxId) => {
+    reads.push(sandboxId);
+    return get(org, sandboxId);
+  };
+  return { record, reads };
+}
+
 describe('what the request read with its key', () => {
   it('is used instead of a read of its own, when it is the sandbox asked for', async () => {
     const { plane, principal, id } = await running();
-    const record = await plane.store.getSandbox(principal.orgId, id);
-    const reads: string[] = [];
-    const get = plane.store.getSandbox.bind(plane.store);
-    plane.store.getSandbox = async (orgId, sandboxId) => {
-      reads.push(sandboxId);
-      return get(orgId, sandboxId);
-    };
+    const { record, reads } = await countingSandboxReads(plane, principal.orgId, id);
     const asked = { orgId: principal.orgId, sandboxId: id };
     const withRead = <T>(sandbox: SandboxRecord | null, run: () => Promise<T>) =>
       withReadAlong(asked, { sandbox }, run);
@@ -315,13 +325,7 @@ describe('what the request read with its key', () => {
 
   it('serves the first read only: a later read in the same request goes to the store', async () => {
     const { plane, principal, id } = await running();
-    const record = await plane.store.getSandbox(principal.orgId, id);
-    const reads: string[] = [];
-    const get = plane.store.getSandbox.bind(plane.store);
-    plane.store.getSandbox = async (orgId, sandboxId) => {
-      reads.push(sandboxId);
-      return get(orgId, sandboxId);
-    };
+    const { record, reads } = await countingSandboxReads(plane, principal.orgId, id);
     await withReadAlong({ orgId: principal.orgId, sandboxId: id }, { sandbox: record ?? null }, async () => {
       await plane.sandboxes.get(principal, id);
       await plane.sandboxes.get(principal, id);
