@@ -1,10 +1,10 @@
 import type { EventPublisher, LifecycleEvent } from '../events/port.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import type { WebhookDelivery, WebhookRecord } from '../schemas/webhooks.ts';
-import type { Store } from '../store/port.ts';
+import type { WebhookStore } from '../store/webhooks/port.ts';
 
 export interface FanoutDeps {
-  store: Pick<Store, 'listWebhooks'>;
+  store: Pick<WebhookStore, 'listWebhooks'>;
   queue: WorkQueue;
 }
 
