@@ -1,7 +1,8 @@
 import type { Config } from './config.ts';
 import { createE2bFacade, e2bPrefix, e2bStreamedRoutes } from './e2b/facade.ts';
 import { createRouter } from './http/router.ts';
-import { openApiRoute, type RouteDeps, restRoutes } from './http/routes/index.ts';
+import { type RouteDeps, restRoutes } from './http/routes/index.ts';
+import { openApiRoute } from './http/routes/system.ts';
 import { type StreamedRoute, streamedRoutesOf } from './http/streamed-routes.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
 import type { Log } from './log.ts';

@@ -59,7 +59,7 @@ const waitShape = {
  * and the query (a streamed route's query only selects streaming and is left out), a raw body's
  * content fields, and `wait` for a waiting tool.
  */
-export function toolInput(route: RouteDefinition, tool: RouteTool): ToolInput {
+function toolInput(route: RouteDefinition, tool: RouteTool): ToolInput {
   const shapeOf = (schema: z.ZodType | undefined): z.ZodRawShape =>
     schema instanceof z.ZodObject ? schema.shape : {};
   const params = shapeOf(route.params);

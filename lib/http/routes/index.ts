@@ -5,7 +5,7 @@ import { poolsRoutes } from './pools.ts';
 import { operationsRoutes } from './sandbox-operations.ts';
 import { sandboxesRoutes } from './sandboxes.ts';
 import { snapshotsRoutes } from './snapshots.ts';
-import { openApiRoute, systemRoutes } from './system.ts';
+import { systemRoutes } from './system.ts';
 import { tenancyRoutes } from './tenancy.ts';
 import { webhookRoutes } from './webhooks.ts';
 
@@ -27,5 +27,3 @@ export function restRoutes(deps: RouteDeps): RouteDefinition[] {
     ...poolsRoutes(deps),
   ];
 }
-
-export { openApiRoute };

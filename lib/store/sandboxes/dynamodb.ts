@@ -274,14 +274,13 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
     ): Promise<SandboxRecord> {
       const next: SandboxRecord = { ...current, ...patch, version: current.version + 1 };
       const effects = sandboxWriteEffects(current, next, options.poolLimit);
-      const budgets = effects.ledgers;
       // A month's first charge to a budget finds its ledger without headroom: give it one, then again.
       for (let attempt = 0; ; attempt++) {
         try {
           return await writeSandbox(current, next, effects, options);
         } catch (error) {
           if (!(error instanceof Canceled) || attempt >= 2) throw error;
-          const failed = budgets.find(({ owner, change }) =>
+          const failed = effects.ledgers.find(({ owner, change }) =>
             error.failed.some((f) => f.label === ledgerLabel(owner, change.month)),
           );
           if (failed === undefined) throw error;
