@@ -270,13 +270,16 @@ export class SandboxService {
       { now: this.#now(), actor: principal.keyId },
     );
     await this.#enqueue('terminate', updated);
-    // Its reservation was released with the move to terminating: let waiters use it now. The org's
-    // count of waiting sandboxes usually came with the key: with none, its queue is not read.
+    // Its reservation was released with the move to terminating: let waiters use it now. The counts of
+    // waiting sandboxes (the org's, and any org's on the pools) usually came with the key: where one is
+    // zero, its queue is not read.
     const orgWaiting = readAlong.waiting(record.orgId);
+    const waitingOnPools = readAlong.waitingOnPools(record.orgId);
     await wakeWaiters(this.#deps, {
       orgId: record.orgId,
       pool: record.pool,
       ...(orgWaiting !== undefined && { orgWaiting }),
+      ...(waitingOnPools !== undefined && { waitingOnPools }),
     });
     return sandboxView(updated);
   }

@@ -1,7 +1,7 @@
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
-import type { SandboxStore } from '../store/sandboxes/port.ts';
+import { type SandboxStore, waitsOnPools } from '../store/sandboxes/port.ts';
 
 /** How many waiters one released reservation wakes, per kind. */
 const wakeCount = 3;
@@ -27,6 +27,8 @@ export async function wakeWaiters(
     pool: string | null;
     /** The org's count of waiting sandboxes, when the caller read it already: 0 means no one to wake. */
     orgWaiting?: number;
+    /** The count of sandboxes of any org waiting on the pools, when read already: 0 means no one. */
+    waitingOnPools?: number;
   },
 ): Promise<number> {
   try {
@@ -35,14 +37,12 @@ export async function wakeWaiters(
       const ofOrg = await deps.store.listQueued(released.orgId, 25);
       for (const record of ofOrg.filter(waiting).slice(0, wakeCount)) candidates.set(record.id, record);
     }
-    if (released.pool !== null) {
+    if (released.pool !== null && released.waitingOnPools !== 0) {
       const pool = released.pool;
       const anyOrg = await deps.store.listSandboxesByStatus('queued', { limit: 25 });
       const forPool = anyOrg.items.filter(
         (record) =>
-          waiting(record) &&
-          record.waitingFor !== 'quota' &&
-          (record.allowedPools === null || record.allowedPools.includes(pool)),
+          waitsOnPools(record) && (record.allowedPools === null || record.allowedPools.includes(pool)),
       );
       for (const record of forPool.slice(0, wakeCount)) candidates.set(record.id, record);
     }

@@ -53,6 +53,10 @@ export const readAlong = {
   waiting(orgId: string): number | undefined {
     return current.getStore()?.take('waiting', orgId);
   },
+  /** The count of sandboxes of any org waiting on the pools. */
+  waitingOnPools(orgId: string): number | undefined {
+    return current.getStore()?.take('waitingOnPools', orgId);
+  },
   /** The pools' version in the store (null before the first pool or policy change). */
   poolsVersion(orgId: string): string | null | undefined {
     return current.getStore()?.take('poolsVersion', orgId);

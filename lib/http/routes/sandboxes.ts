@@ -123,8 +123,9 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
       auth: 'org',
       params: sandboxParams,
       responses: { 202: sandboxSchema, 404: errorSchema },
-      // The org's count of waiting sandboxes too: with none, nobody of the org is woken (no query).
-      readAlong: (raw) => ({ ...sandboxAlong(raw), waiting: true }),
+      // The counts of waiting sandboxes too (the org's, any org's on the pools): where one is zero, its
+      // waiters are not looked for (no query).
+      readAlong: (raw) => ({ ...sandboxAlong(raw), waiting: true, waitingOnPools: true }),
       tool: {
         name: 'delete_sandbox',
         description: 'Terminate a sandbox; its instance is deleted shortly after.',

@@ -12,6 +12,11 @@ export const keyOf = {
   usage: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'USAGE' }),
   /** How many of the org's sandboxes wait (queued or provisioning): what maxQueued bounds. */
   waiting: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'WAITING' }),
+  /**
+   * One shard of the installation's count of sandboxes waiting on the pools (any org): a sandbox counts
+   * in the shard of its id, so the shards spread the writes of many waiters.
+   */
+  waitingOnPools: (shard: number) => ({ PK: `WAITINGONPOOLS#${shard}`, SK: 'COUNT' }),
   /** A month's ledger of the org's budget, or of one of its projects' (lib/store/dynamodb/budget-ledgers.ts). */
   budgetLedger: (orgId: string, projectId: string | null, month: string) => ({
     PK: `ORG#${orgId}`,
@@ -45,6 +50,16 @@ export const keyOf = {
   /** Audit records waiting to be linked into the org's chain, in write order. */
   outbox: (orgId: string, id: string) => ({ PK: `ORG#${orgId}#OUTBOX`, SK: id }),
 };
+
+/** How many shards the count of sandboxes waiting on the pools has: all are read in one BatchGetItem. */
+export const waitingOnPoolsShards = 4;
+
+/** The shard a sandbox counts in while it waits on the pools. */
+export function waitingOnPoolsShardOf(sandboxId: string): number {
+  let hash = 0;
+  for (const char of sandboxId) hash = (hash * 31 + char.charCodeAt(0)) % 65_521;
+  return hash % waitingOnPoolsShards;
+}
 
 export const orgsParent = 'ORGS';
 /** The org's queued sandboxes in the by-parent index (sparse): waking waiters reads them alone. */

@@ -1,5 +1,5 @@
 import type { Usage } from '../../quotas/usage.ts';
-import { keyOf } from './items.ts';
+import { keyOf, waitingOnPoolsShardOf } from './items.ts';
 import type { Action } from './table-client.ts';
 
 /**
@@ -58,6 +58,21 @@ export function waitingUpdate(orgId: string, change: number, table: string, max?
               ExpressionAttributeValues: { ':change': change, ':max': max },
             }
           : { ExpressionAttributeValues: { ':change': change } }),
+      },
+    },
+  };
+}
+
+/** The count of sandboxes waiting on the pools, in the shard of the sandbox that starts or stops waiting. */
+export function waitingOnPoolsUpdate(sandboxId: string, change: number, table: string): Action {
+  return {
+    label: 'waitingOnPools',
+    item: {
+      Update: {
+        TableName: table,
+        Key: keyOf.waitingOnPools(waitingOnPoolsShardOf(sandboxId)),
+        UpdateExpression: 'ADD waiting :change',
+        ExpressionAttributeValues: { ':change': change },
       },
     },
   };

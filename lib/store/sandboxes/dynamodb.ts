@@ -16,7 +16,7 @@ import {
   isConditionFailed,
   put,
 } from '../dynamodb/table-client.ts';
-import { poolUpdate, usageUpdate, waitingUpdate } from '../dynamodb/usage-updates.ts';
+import { poolUpdate, usageUpdate, waitingOnPoolsUpdate, waitingUpdate } from '../dynamodb/usage-updates.ts';
 import { idempotencyMismatch, poolAtLimit, quotaExceeded, waitingExceeded } from '../errors.ts';
 import type { Page, PageRequest } from '../page.ts';
 import { type SandboxRecord, sandboxRecordSchema } from '../records.ts';
@@ -49,6 +49,8 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
     const usage = usageUpdate(effects.orgId, effects.usage, c.table);
     if (usage !== undefined) list.push(usage);
     if (effects.waiting !== 0) list.push(waitingUpdate(effects.orgId, effects.waiting, c.table, maxWaiting));
+    if (effects.waitingOnPools !== 0)
+      list.push(waitingOnPoolsUpdate(effects.sandboxId, effects.waitingOnPools, c.table));
     for (const { pool, change, limit } of effects.poolSlots)
       list.push(poolUpdate(pool, change, limit, c.table));
     for (const { owner, change } of effects.ledgers) list.push(ledgerUpdate(owner, change));

@@ -95,3 +95,11 @@ export interface UpdateSandboxOptions {
 export function isWaiting(status: SandboxStatus): boolean {
   return status === 'queued' || status === 'provisioning';
 }
+
+/**
+ * A queued sandbox waiting on the pools (for a pool, a pool's capacity or a snapshot), not on its org's
+ * quota: a slot released on any pool may let it in, whichever org released it.
+ */
+export function waitsOnPools(record: Pick<SandboxRecord, 'status' | 'waitingFor'>): boolean {
+  return record.status === 'queued' && record.waitingFor !== null && record.waitingFor !== 'quota';
+}

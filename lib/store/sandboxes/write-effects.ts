@@ -2,7 +2,7 @@ import { type LedgerChange, ledgerChanges } from '../../budgets/billing.ts';
 import { type LedgerOwner, ledgerOwnersOf } from '../../budgets/ledger.ts';
 import { type Usage, usageDelta } from '../../quotas/usage.ts';
 import type { SandboxRecord } from '../records.ts';
-import { isWaiting } from './port.ts';
+import { isWaiting, waitsOnPools } from './port.ts';
 
 /**
  * What a sandbox write changes beside its record, computed once here for both stores: each store only
@@ -11,10 +11,16 @@ import { isWaiting } from './port.ts';
  */
 export interface SandboxWriteEffects {
   orgId: string;
+  sandboxId: string;
   /** The org's usage change; an increase must fit the org's quota. */
   usage: Omit<Usage, 'snapshots'>;
   /** The org's count of waiting (queued or provisioning) sandboxes: +1, -1 or 0. */
   waiting: number;
+  /**
+   * The installation's count of sandboxes waiting on the pools (any org): +1, -1 or 0. A released slot
+   * wakes them; with none counted, nobody is looked for.
+   */
+  waitingOnPools: number;
   /** Pool slots taken (+) and released (-); a slot taken must stay within `limit` (0: no limit). */
   poolSlots: { pool: string; change: number; limit: number }[];
   /** The budget ledgers the sandbox's billing change moves, per owner and month; a charge must fit. */
@@ -34,8 +40,10 @@ export function sandboxWriteEffects(
   const delta = usageDelta(before, to);
   return {
     orgId: to.orgId,
+    sandboxId: to.id,
     usage: delta.org,
     waiting: Number(isWaiting(to.status)) - (from === undefined ? 0 : Number(isWaiting(from.status))),
+    waitingOnPools: Number(waitsOnPools(to)) - (from === undefined ? 0 : Number(waitsOnPools(from))),
     poolSlots: Object.entries(delta.pools).map(([pool, change]) => ({
       pool,
       change,

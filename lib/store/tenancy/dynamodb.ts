@@ -7,7 +7,7 @@ import type { Quota } from '../../schemas/tenancy.ts';
 import { decodeCursor } from '../cursor.ts';
 import { budgetActions, readLedger } from '../dynamodb/budget-ledgers.ts';
 import { type DynamoDbContext, orgOf, usageOf } from '../dynamodb/context.ts';
-import { keyOf, keysParent, orgsParent, usageItem } from '../dynamodb/items.ts';
+import { keyOf, keysParent, orgsParent, usageItem, waitingOnPoolsShards } from '../dynamodb/items.ts';
 import { tableKeys } from '../dynamodb/table.ts';
 import { afterSortKey, Canceled, check, onCanceled, put } from '../dynamodb/table-client.ts';
 import type { Page, PageRequest } from '../page.ts';
@@ -33,16 +33,23 @@ export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {
     if (along.org === true) asked.push(['org', keyOf.org(along.orgId)]);
     if (along.sandboxId !== undefined) asked.push(['sandbox', keyOf.sandbox(along.orgId, along.sandboxId)]);
     if (along.waiting === true) asked.push(['waiting', keyOf.waiting(along.orgId)]);
+    if (along.waitingOnPools === true)
+      for (let shard = 0; shard < waitingOnPoolsShards; shard++)
+        asked.push(['waitingOnPools', keyOf.waitingOnPools(shard)]);
     if (along.poolsVersion === true) asked.push(['poolsVersion', keyOf.poolsVersion()]);
     const keys = asked.map(([, key]) => key);
     const items = await c.t.getMany(first === undefined ? keys : [first, ...keys]);
     const firstItem = first === undefined ? undefined : items.shift();
     const result: ReadAlongResult = {};
+    // A count's item is absent until its first change: zero.
+    const countOf = (item: Record<string, unknown> | undefined) =>
+      typeof item?.waiting === 'number' ? item.waiting : 0;
     asked.forEach(([name], index) => {
       const item = items[index];
       if (name === 'org') result.org = item === undefined ? null : orgRecordSchema.parse(item);
       if (name === 'sandbox') result.sandbox = item === undefined ? null : sandboxRecordSchema.parse(item);
-      if (name === 'waiting') result.waiting = typeof item?.waiting === 'number' ? item.waiting : 0;
+      if (name === 'waiting') result.waiting = countOf(item);
+      if (name === 'waitingOnPools') result.waitingOnPools = (result.waitingOnPools ?? 0) + countOf(item);
       if (name === 'poolsVersion')
         result.poolsVersion = typeof item?.version === 'string' ? item.version : null;
     });

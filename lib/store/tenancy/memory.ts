@@ -7,7 +7,7 @@ import type { Quota } from '../../schemas/tenancy.ts';
 import { copy, ledgerKey, type MemoryState, paginate } from '../memory-state.ts';
 import type { Page, PageRequest } from '../page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../records.ts';
-import { isWaiting } from '../sandboxes/port.ts';
+import { isWaiting, waitsOnPools } from '../sandboxes/port.ts';
 import type { ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
 
 /** The tenancy aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
@@ -55,6 +55,8 @@ export function memoryTenancy(s: MemoryState): TenancyStore {
         result.waiting = [...s.sandboxes.values()].filter(
           (sandbox) => sandbox.orgId === along.orgId && isWaiting(sandbox.status),
         ).length;
+      if (along.waitingOnPools === true)
+        result.waitingOnPools = [...s.sandboxes.values()].filter(waitsOnPools).length;
       if (along.poolsVersion === true) result.poolsVersion = s.poolsVersion;
       return result;
     },

@@ -85,6 +85,8 @@ export interface ReadAlong {
   sandboxId?: string;
   /** The org's count of waiting (queued or provisioning) sandboxes. */
   waiting?: boolean;
+  /** The count of sandboxes of any org waiting on the pools (lib/store/sandboxes/port.ts `waitsOnPools`). */
+  waitingOnPools?: boolean;
   poolsVersion?: boolean;
 }
 
@@ -93,5 +95,6 @@ export interface ReadAlongResult {
   org?: OrgRecord | null;
   sandbox?: SandboxRecord | null;
   waiting?: number;
+  waitingOnPools?: number;
   poolsVersion?: string | null;
 }

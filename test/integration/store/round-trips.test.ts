@@ -22,7 +22,7 @@ const backend = new FakeAdapter();
 const config = parseConfig({ devMode: true, pools: [{ name: 'fake', adapter: 'fake' }] });
 const idSchema = z.object({ id: z.string() });
 
-async function container() {
+async function container(table = tableName, planeConfig = config) {
   const client = localDynamoDbClient(endpoint);
   const sent: string[] = [];
   client.middlewareStack.add(
@@ -32,13 +32,14 @@ async function container() {
     },
     { step: 'initialize', name: 'recordCommands' },
   );
-  await ensureTable(client, tableName);
-  const store = dynamoDbStore({ client: documentClient(client), tableName, linkInline: false });
+  await ensureTable(client, table);
+  const store = dynamoDbStore({ client: documentClient(client), tableName: table, linkInline: false });
+  const queue = new RecordingQueue();
   const plane = createControlPlane({
-    config,
+    config: planeConfig,
     store,
-    queue: new RecordingQueue(),
-    pools: await buildPools(config, { log: silentLog, store, adapters: { fake: backend } }),
+    queue,
+    pools: await buildPools(planeConfig, { log: silentLog, store, adapters: { fake: backend } }),
     log: silentLog,
     adminKey: 'round-trips-admin-key',
   });
@@ -48,7 +49,7 @@ async function container() {
     await work();
     return [...sent];
   };
-  return { plane, store, commands };
+  return { plane, store, queue, commands };
 }
 
 type Container = Awaited<ReturnType<typeof container>>;
@@ -130,5 +131,47 @@ describe('store round trips per request, across containers', () => {
     const refused = await call(api, key, 'POST', '/v1/sandboxes', onLab);
     expect(refused.status).toBe(400);
     expect(String(refused.body)).toContain('unknown pool: lab');
+  });
+
+  it('terminates in two requests while nobody waits on the pools, and wakes a waiter of another org', async () => {
+    // One slot on the only pool, in a table of this test's own: the count of waiters is the table's.
+    const oneSlot = parseConfig({
+      devMode: true,
+      pools: [{ name: 'fake', adapter: 'fake', maxConcurrency: 1 }],
+    });
+    const [api, worker] = [
+      await container(`${tableName}-wake`, oneSlot),
+      await container(`${tableName}-wake`, oneSlot),
+    ];
+    const a = await api.plane.tenancy.createOrg({ name: 'releases' });
+    const b = await api.plane.tenancy.createOrg({ name: 'waits' });
+    const keyA = (await api.plane.tenancy.createKey(a.id, { name: 'k', role: 'member' })).key;
+    const keyB = (await api.plane.tenancy.createKey(b.id, { name: 'k', role: 'member' })).key;
+    const running = async (key: string, orgId: string) => {
+      const { id } = idSchema.parse(
+        JSON.parse(String((await call(api, key, 'POST', '/v1/sandboxes', {})).body)),
+      );
+      await provisionSandbox(worker.plane, { sandboxId: id, orgId });
+      return id;
+    };
+    const first = await running(keyA, a.id);
+    const alone = await api.commands(async () =>
+      expect((await call(api, keyA, 'DELETE', `/v1/sandboxes/${first}`)).status).toBe(202),
+    );
+    expect(alone).toEqual(['BatchGetItemCommand', 'TransactWriteItemsCommand']);
+
+    // The move to terminating released the slot: the next sandbox takes it, and the one after waits.
+    const second = await running(keyA, a.id);
+    const waiter = await running(keyB, b.id);
+    expect((await worker.store.getSandbox(b.id, waiter))?.waitingFor).toBe('capacity');
+    api.queue.sent.length = 0;
+    const wakes = await api.commands(async () =>
+      expect((await call(api, keyA, 'DELETE', `/v1/sandboxes/${second}`)).status).toBe(202),
+    );
+    expect(wakes).toEqual(['BatchGetItemCommand', 'TransactWriteItemsCommand', 'QueryCommand']);
+    expect(api.queue.sent.map((sent) => [sent.queue, sent.message])).toEqual([
+      ['terminate', { sandboxId: second, orgId: a.id }],
+      ['provision', { sandboxId: waiter, orgId: b.id, wake: true }],
+    ]);
   });
 });

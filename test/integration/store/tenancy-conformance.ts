@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../../../lib/ids.ts';
+import type { SandboxRecord } from '../../../lib/store/records.ts';
 import { verifyOrgChain } from '../../../lib/tenancy/audit-trail.ts';
 import { admin, codeOf, created, move, newOrg, type StoreUnderTest } from './store-under-test.ts';
 
@@ -251,6 +252,38 @@ export function tenancyConformance(subject: StoreUnderTest): void {
       expect(await store.readAlong({ orgId: newId('org'), org: true, waiting: true })).toEqual({
         org: null,
         waiting: 0,
+      });
+    });
+
+    it('counts the sandboxes of every org waiting on the pools, never those waiting for quota', async () => {
+      const store = await subject.create();
+      const a = await newOrg(store);
+      const b = await newOrg(store);
+      const count = async () => (await store.readAlong({ orgId: a.id, waitingOnPools: true })).waitingOnPools;
+      expect(await count()).toBe(0);
+      const wait = (record: SandboxRecord, waitingFor: SandboxRecord['waitingFor']) =>
+        store.updateSandbox(record, { waitingFor, updatedAt: new Date().toISOString() }, { audit: admin });
+      const onCapacity = await wait(await created(store, a.id), 'capacity');
+      const onPool = await wait(await created(store, b.id), 'pool');
+      await wait(await created(store, b.id), 'quota');
+      await created(store, b.id);
+      expect(await count()).toBe(2);
+      // Many waiters, spread over the count's parts, add up; a move between reasons counts once.
+      const more = [];
+      for (let i = 0; i < 6; i++) more.push(await wait(await created(store, b.id), 'snapshot'));
+      expect(await count()).toBe(8);
+      const snapshotToCapacity = more[0];
+      if (snapshotToCapacity === undefined) throw new Error('no waiter');
+      await wait(snapshotToCapacity, 'capacity');
+      expect(await count()).toBe(8);
+      // Placed, moved to wait for quota, or terminated: no longer waiting on the pools.
+      await move(store, onCapacity, 'provisioning');
+      await wait(onPool, 'quota');
+      for (const record of more.slice(1)) await move(store, record, 'terminating', 'p1');
+      expect(await count()).toBe(1);
+      expect(await store.getKeyWith(newId('key'), { orgId: b.id, waitingOnPools: true })).toEqual({
+        key: undefined,
+        along: { waitingOnPools: 1 },
       });
     });
 
