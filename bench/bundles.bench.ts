@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { bundleEntryName, functionBundleOptions, staticClosure } from '../infra/function-bundle.ts';
 import { percentile, printTable } from './stats.ts';
 
 const functions = [
@@ -23,30 +24,42 @@ const functions = [
   'pool-refresh',
 ];
 const out = mkdtempSync(join(tmpdir(), 'differently-bundles-'));
-const banner = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 const runs = Number(process.env.BENCH_IMPORT_RUNS ?? 9);
 
 const root = join(import.meta.dirname, '..');
 
-/** A bundle of a function's entry file, or of source text resolved from the project (the reference). */
-async function bundle(name: string, entry: { file: string } | { source: string }): Promise<string> {
-  const outfile = join(out, name, 'index.mjs');
-  // The same settings as the CDK app's house construct (infra/cdk/constructs/control-plane-function.ts).
-  await build({
-    ...('file' in entry
-      ? { entryPoints: [entry.file] }
-      : { stdin: { contents: entry.source, resolveDir: root, loader: 'ts' as const } }),
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node24',
-    minify: true,
-    mainFields: ['module', 'main'],
-    banner: { js: banner },
-    logLevel: 'silent',
-  });
-  return outfile;
+interface Bundle {
+  /** The file Lambda imports. */
+  file: string;
+  /** What a cold start loads: the entry and the chunks it imports statically. */
+  bytes: number;
+  /** Every output file, the chunks only an import() reaches included. */
+  allBytes: number;
+  files: number;
+}
+
+/** A function's bundle as the CDK app builds it (infra/function-bundle.ts). */
+async function functionBundle(name: string): Promise<Bundle> {
+  const outdir = join(out, name);
+  const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${name}.ts`), outdir));
+  const loaded = staticClosure(metafile, outdir);
+  const outputs = Object.entries(metafile.outputs).filter(([path]) => path.endsWith('.mjs'));
+  return {
+    file: join(outdir, `${bundleEntryName}.mjs`),
+    bytes: loaded.bytes,
+    allBytes: outputs.reduce((sum, [, output]) => sum + output.bytes, 0),
+    files: loaded.files.length,
+  };
+}
+
+/** The reference: source text resolved from the project, in one file, with the functions' settings. */
+async function referenceBundle(source: string): Promise<Bundle> {
+  const outdir = join(out, 'sdk-clients');
+  const { entryPoints: _entry, splitting: _splitting, ...settings } = functionBundleOptions('', outdir);
+  await build({ ...settings, stdin: { contents: source, resolveDir: root, loader: 'ts' } });
+  const file = join(outdir, 'stdin.mjs');
+  const bytes = statSync(file).size;
+  return { file, bytes, allBytes: bytes, files: 1 };
 }
 
 /** Wall time of importing the module in a fresh process (what a Lambda cold start pays before any work). */
@@ -55,8 +68,8 @@ function importMs(file: string): number {
   return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
 }
 
-const reference = await bundle('sdk-clients', {
-  source: [
+const reference = await referenceBundle(
+  [
     "import { DynamoDBClient } from '@aws-sdk/client-dynamodb';",
     "import { EventBridgeClient } from '@aws-sdk/client-eventbridge';",
     "import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';",
@@ -65,12 +78,10 @@ const reference = await bundle('sdk-clients', {
     'export const clients = [DynamoDBDocumentClient.from(new DynamoDBClient({})), new SQSClient({}), new EventBridgeClient({}), new SecretsManagerClient({})];',
     'export const handler = async () => ({});',
   ].join('\n'),
-});
+);
 
-const files = new Map<string, string>();
-for (const name of functions) {
-  files.set(name, await bundle(name, { file: join(root, 'functions', `${name}.ts`) }));
-}
+const bundles = new Map<string, Bundle>();
+for (const name of functions) bundles.set(name, await functionBundle(name));
 
 // Samples interleaved (reference, then each function, repeated), so load and drift fall on all alike.
 const samples = new Map<string, number[]>([
@@ -78,31 +89,41 @@ const samples = new Map<string, number[]>([
   ...functions.map((f) => [f, []] as [string, number[]]),
 ]);
 for (let run = 0; run < runs; run++) {
-  samples.get('reference')?.push(importMs(reference));
-  for (const [name, file] of files) samples.get(name)?.push(importMs(file));
+  samples.get('reference')?.push(importMs(reference.file));
+  for (const [name, bundle] of bundles) samples.get(name)?.push(importMs(bundle.file));
 }
-const referenceBytes = statSync(reference).size;
+const referenceBytes = reference.bytes;
 const referenceMs = percentile(samples.get('reference') ?? [], 50);
 const rows: string[][] = [
-  ['reference: the SDK clients alone', String(referenceBytes), '1.00', referenceMs.toFixed(1), '1.00'],
+  [
+    'reference: the SDK clients alone',
+    '1',
+    String(referenceBytes),
+    '1.00',
+    String(referenceBytes),
+    referenceMs.toFixed(1),
+    '1.00',
+  ],
 ];
 const worst = { size: 0, time: 0 };
-for (const [name, file] of files) {
-  const bytes = statSync(file).size;
+for (const [name, bundle] of bundles) {
+  const bytes = bundle.bytes;
   const ms = percentile(samples.get(name) ?? [], 50);
   worst.size = Math.max(worst.size, bytes / referenceBytes);
   worst.time = Math.max(worst.time, ms / referenceMs);
   rows.push([
     name,
+    String(bundle.files),
     String(bytes),
     (bytes / referenceBytes).toFixed(2),
+    String(bundle.allBytes),
     ms.toFixed(1),
     (ms / referenceMs).toFixed(2),
   ]);
 }
 printTable(
-  `Function bundles (minified ESM) and module import time in a fresh process (p50 of ${runs})`,
-  ['bundle', 'bytes', 'x reference', 'import ms', 'x reference'],
+  `Function bundles (minified ESM, split) and module import time in a fresh process (p50 of ${runs}): what a cold start loads (the entry and its static chunks) beside every file`,
+  ['bundle', 'files loaded', 'bytes loaded', 'x reference', 'bytes in all', 'import ms', 'x reference'],
   rows,
 );
 console.log(

@@ -1,12 +1,15 @@
+import { createHash } from 'node:crypto';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, type Duration, type ILocalBundling, RemovalPolicy } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { buildSync } from 'esbuild';
 import { env, metricsNamespace, sdkEndpointVariables } from '../../../functions/environment.ts';
+import { bundleEntryName, functionBundleOptions } from '../../function-bundle.ts';
 
 /** The repository root: function entries and the lock file are found from here. */
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -52,12 +55,36 @@ export function functionEnvironment(specific: Record<string, string>): Record<st
 }
 
 /**
- * The one way this app builds a Lambda function: NodejsFunction bundled with the locally installed
- * esbuild (no Docker), ESM, minified with source maps, nodejs24.x on arm64, active tracing, its own log
- * group with retention, Powertools settings, and the validated config inside the bundle.
+ * esbuild in this process. Its fields are part of CDK's bundling cache key, so each function (and each
+ * config) gets a bundle of its own although all are assets of functions/.
+ */
+class LocalBundling implements ILocalBundling {
+  readonly entry: string;
+  readonly configFile: string;
+  readonly configDigest: string;
+
+  constructor(entry: string, configFile: string) {
+    this.entry = entry;
+    this.configFile = configFile;
+    this.configDigest = createHash('sha256').update(readFileSync(configFile)).digest('hex');
+  }
+
+  tryBundle(outputDir: string): boolean {
+    buildSync(functionBundleOptions(this.entry, outputDir));
+    copyFileSync(this.configFile, join(outputDir, bundledConfigName));
+    return true;
+  }
+}
+
+/**
+ * The one way this app builds a Lambda function: bundled with the locally installed esbuild (no Docker)
+ * as infra/function-bundle.ts says (ESM, minified with source maps, split into chunks so a cold start
+ * loads only what every invocation runs), nodejs24.x on arm64, active tracing, its own log group with
+ * retention, Powertools settings, and the validated config inside the bundle. Not NodejsFunction: it
+ * always bundles to one file.
  */
 export class ControlPlaneFunction extends Construct {
-  readonly fn: NodejsFunction;
+  readonly fn: LambdaFunction;
 
   constructor(scope: Construct, id: string, props: ControlPlaneFunctionProps) {
     super(scope, id);
@@ -68,11 +95,18 @@ export class ControlPlaneFunction extends Construct {
     // Its own role, allowed to write to its own log group only (not the broad AWS-managed basic role).
     const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
     logGroup.grantWrite(role);
-    this.fn = new NodejsFunction(this, 'Function', {
-      entry: join(projectRoot, 'functions', `${props.entry}.ts`),
-      handler: props.handler ?? 'handler',
-      projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+    const entry = join(projectRoot, 'functions', `${props.entry}.ts`);
+    this.fn = new LambdaFunction(this, 'Function', {
+      code: Code.fromAsset(join(projectRoot, 'functions'), {
+        // The bundle's own files decide its hash: the sources it was built from are not walked.
+        assetHashType: AssetHashType.OUTPUT,
+        bundling: {
+          // Never pulled: local bundling always answers (it throws on a build error).
+          image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs24.x'),
+          local: new LocalBundling(entry, props.configFile),
+        },
+      }),
+      handler: `${bundleEntryName}.${props.handler ?? 'handler'}`,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
@@ -84,28 +118,6 @@ export class ControlPlaneFunction extends Construct {
         reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       }),
       environment: functionEnvironment(props.environment ?? {}),
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node24',
-        minify: true,
-        sourceMap: true,
-        mainFields: ['module', 'main'],
-        // The AWS SDK is bundled too (the default leaves @aws-sdk/* to the runtime's copy): functions run
-        // the exact client versions the tests ran, and an invocation outside Lambda (SAM, the sam-like
-        // test) finds them in the bundle.
-        externalModules: [],
-        // Some dependencies are CommonJS and call require(); give the ESM bundle one.
-        banner:
-          "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        forceDockerBundling: false,
-        commandHooks: {
-          beforeBundling: () => [],
-          beforeInstall: () => [],
-          afterBundling: (_inputDir: string, outputDir: string) => [
-            `cp "${props.configFile}" "${join(outputDir, bundledConfigName)}"`,
-          ],
-        },
-      },
     });
   }
 }

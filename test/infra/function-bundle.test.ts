@@ -1,0 +1,83 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Metafile } from 'esbuild';
+import { afterAll, describe, expect, it } from 'vitest';
+import { functionBundleOptions, staticClosure } from '../../infra/function-bundle.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const out = mkdtempSync(join(tmpdir(), 'function-bundle-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+/** The source files (relative to the project) that went into some of a bundle's output files. */
+function inputsOf(metafile: Metafile, files: string[]): string[] {
+  return files.flatMap((file) => Object.keys(metafile.outputs[file]?.inputs ?? {}));
+}
+
+describe('function bundles, as the CDK app builds them', () => {
+  it("loads at a cold start only the entry's static chunks: the MCP SDK and the adapters wait for their import()", async () => {
+    const outdir = join(out, 'api');
+    const { metafile } = await build(functionBundleOptions(join(root, 'functions', 'api.ts'), outdir));
+    const loaded = staticClosure(metafile, outdir);
+    const every = Object.keys(metafile.outputs).filter((file) => file.endsWith('.mjs'));
+    expect(loaded.files.length).toBeLessThan(every.length);
+    const atColdStart = inputsOf(metafile, loaded.files);
+    const later = inputsOf(
+      metafile,
+      every.filter((file) => !loaded.files.includes(file)),
+    );
+    const mcpSdk = (input: string) => input.includes('node_modules/@modelcontextprotocol/sdk/');
+    const adapter = (input: string) => /^adapters\/(opensandbox|daytona)\/.*-adapter\.ts$/.test(input);
+    expect(atColdStart.filter(mcpSdk)).toEqual([]);
+    expect(atColdStart.filter(adapter)).toEqual([]);
+    expect(later.some(mcpSdk)).toBe(true);
+    expect(later.filter(adapter).sort()).toEqual([
+      'adapters/daytona/daytona-adapter.ts',
+      'adapters/opensandbox/opensandbox-adapter.ts',
+    ]);
+    // The entry has the handler; every chunk, loaded alone in a fresh Node, resolves what it imports.
+    const check = [
+      `const entry = await import(${JSON.stringify(pathToFileURL(join(outdir, 'index.mjs')).href)});`,
+      "if (typeof entry.handler !== 'function') throw new Error('no handler');",
+      ...every.map(
+        (file) => `await import(${JSON.stringify(pathToFileURL(join(process.cwd(), file)).href)});`,
+      ),
+      "process.stdout.write('loaded');",
+    ].join('\n');
+    const loadedAll = execFileSync(process.execPath, ['--input-type=module', '-e', check], {
+      encoding: 'utf8',
+      env: { ...process.env, AWS_REGION: 'eu-west-1' },
+    });
+    expect(loadedAll).toBe('loaded');
+  }, 120_000);
+
+  it('follows static imports transitively, never dynamic ones', () => {
+    const dir = join(out, 'closure');
+    const at = (file: string) => relative(process.cwd(), join(dir, file));
+    const output = (bytes: number, imports: Metafile['outputs'][string]['imports']) => ({
+      bytes,
+      inputs: {},
+      imports,
+      exports: [],
+    });
+    const metafile: Metafile = {
+      inputs: {},
+      outputs: {
+        [at('index.mjs')]: output(100, [
+          { path: at('chunks/a.mjs'), kind: 'import-statement' },
+          { path: at('chunks/lazy.mjs'), kind: 'dynamic-import' },
+          { path: 'node:fs', kind: 'import-statement', external: true },
+        ]),
+        [at('chunks/a.mjs')]: output(20, [{ path: at('chunks/b.mjs'), kind: 'import-statement' }]),
+        [at('chunks/b.mjs')]: output(3, [{ path: at('chunks/a.mjs'), kind: 'import-statement' }]),
+        [at('chunks/lazy.mjs')]: output(5000, [{ path: at('chunks/b.mjs'), kind: 'import-statement' }]),
+      },
+    };
+    const closure = staticClosure(metafile, dir);
+    expect(closure.bytes).toBe(123);
+    expect(closure.files.sort()).toEqual([at('chunks/a.mjs'), at('chunks/b.mjs'), at('index.mjs')]);
+    expect(() => staticClosure(metafile, join(out, 'elsewhere'))).toThrow(/no entry/);
+  });
+});
