@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { run } from '../../cli/differently.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
+import { parseJson } from '../helpers/json.ts';
 
 /** The CLI in process against the local runtime: what it writes and its exit code. */
 async function cli(e: E2e, argv: string[]) {
@@ -42,12 +44,10 @@ describe('the CLI’s waits and create flags', () => {
       '--json',
     ]);
     expect(created.code, created.stderr).toBe(0);
-    const sandbox = JSON.parse(created.stdout) as {
-      id: string;
-      status: string;
-      resources: unknown;
-      labels: unknown;
-    };
+    const sandbox = parseJson(
+      z.object({ id: z.string(), status: z.string(), resources: z.unknown(), labels: z.unknown() }),
+      created.stdout,
+    );
     expect(sandbox).toMatchObject({ status: 'running', resources: { cpu: 0.5, memoryMiB: 512, diskGiB: 2 } });
     const lines = created.stderr.trim().split('\n');
     expect(lines[0]).toBe(
@@ -56,11 +56,10 @@ describe('the CLI’s waits and create flags', () => {
     expect(lines.at(-1)).toBe(`${sandbox.id}: running`);
 
     const listed = await cli(e, ['sandboxes', 'list', '--label', 'team=cli', '--json']);
-    expect((JSON.parse(listed.stdout) as { items: { id: string }[] }).items.map((s) => s.id)).toEqual([
-      sandbox.id,
-    ]);
+    const page = z.object({ items: z.array(z.object({ id: z.string() })) });
+    expect(parseJson(page, listed.stdout).items.map((s) => s.id)).toEqual([sandbox.id]);
     const none = await cli(e, ['sandboxes', 'list', '--label', 'team=nobody', '--json']);
-    expect((JSON.parse(none.stdout) as { items: unknown[] }).items).toEqual([]);
+    expect(parseJson(page, none.stdout).items).toEqual([]);
   });
 
   it('says why it waits, and on --timeout ends with that reason and the id it already printed', async () => {

@@ -6,6 +6,7 @@ import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { orgSchema } from '../../lib/schemas/tenancy.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError, waitFor } from '../helpers/http-client.ts';
+import { jsonObject, parseJson } from '../helpers/json.ts';
 
 /**
  * The idle policy over HTTP on the local runtime: real queues carry the delayed checks and the
@@ -99,7 +100,7 @@ describe.each(['memory', 'dynamodb'] as const)('idle policy over HTTP (%s store)
       const lines = (await stream.text())
         .split('\n')
         .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
+        .map((line) => parseJson(jsonObject, line));
       expect(lines.map((line) => line.data).join('')).toContain('finished');
       expect(lines.at(-1)).toEqual({ exitCode: 0 });
       const audit = z

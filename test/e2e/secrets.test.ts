@@ -11,6 +11,7 @@ import { DaytonaFake } from '../fakes/daytona-server.ts';
 import { FreestyleFake } from '../fakes/freestyle-server.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
 import { waitFor } from '../helpers/http-client.ts';
+import { parseJson } from '../helpers/json.ts';
 import { ChaosAdapter, seededRandom } from '../soak/soak.ts';
 
 /**
@@ -142,14 +143,14 @@ describe('credentials never leak', () => {
     timeout: 120_000,
   }, async () => {
     const admin = runtime.adminKey;
-    const org = JSON.parse((await call('POST', '/v1/admin/orgs', admin, { name: 'secrets' })).text) as {
-      id: string;
-    };
-    const key = (
-      JSON.parse((await call('POST', `/v1/admin/orgs/${org.id}/keys`, admin, { name: 'k' })).text) as {
-        key: string;
-      }
-    ).key;
+    const org = parseJson(
+      z.object({ id: z.string() }),
+      (await call('POST', '/v1/admin/orgs', admin, { name: 'secrets' })).text,
+    );
+    const { key } = parseJson(
+      z.object({ key: z.string() }),
+      (await call('POST', `/v1/admin/orgs/${org.id}/keys`, admin, { name: 'k' })).text,
+    );
     // Providers that quote the key back in their errors, and outages.
     opensandbox.faults.failCreate = {
       status: 400,
@@ -170,7 +171,7 @@ describe('credentials never leak', () => {
           placement: { allowedPools: [pool] },
           queueTimeoutSeconds: 20,
         });
-        const id = (JSON.parse(created.text) as { id?: string }).id;
+        const { id } = parseJson(z.object({ id: z.string().optional() }), created.text);
         if (id !== undefined) ids.push(id);
       }
       if (round === 1) freestyle.faults.down = true;
@@ -182,7 +183,8 @@ describe('credentials never leak', () => {
       const statuses = await Promise.all(
         ids.map(
           async (id) =>
-            (JSON.parse((await call('GET', `/v1/sandboxes/${id}`, key)).text) as { status: string }).status,
+            parseJson(z.object({ status: z.string() }), (await call('GET', `/v1/sandboxes/${id}`, key)).text)
+              .status,
         ),
       );
       if (statuses.every((s) => ['running', 'failed', 'terminated'].includes(s)) || Date.now() > deadline)

@@ -199,7 +199,7 @@ describe('many containers, one truth', () => {
       const lines = (await stream.text())
         .trim()
         .split('\n')
-        .map((line) => JSON.parse(line) as unknown);
+        .map((line): unknown => JSON.parse(line));
       expect(lines).toEqual([{ stream: 'stdout', data: `streamed ${i}\n` }, { exitCode: 0 }]);
     }
     // The calls were spread: every container served some, and each had started with the plugin down.

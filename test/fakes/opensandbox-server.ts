@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import * as z from 'zod';
 import { FakeProvider, formDataOf, parseJson, sendJson as send } from './fake-http.ts';
 
 /**
@@ -437,7 +438,7 @@ export class OpenSandboxFake extends FakeProvider {
           code: 'INVALID_REQUEST_BODY',
           message: 'metadata and file parts are required',
         });
-      const { path: target } = JSON.parse(await metadata.text()) as { path: string };
+      const { path: target } = z.object({ path: z.string() }).parse(JSON.parse(await metadata.text()));
       await this.host.write(id, target, new Uint8Array(await file.arrayBuffer()));
       res.writeHead(200, { 'content-length': '0' }).end();
       return;

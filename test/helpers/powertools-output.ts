@@ -1,4 +1,5 @@
 import { vi } from 'vitest';
+import { jsonObject, parseJson } from './json.ts';
 
 /**
  * Captures what Powertools writes (its JSON log lines, errors and warnings going to stderr, and EMF
@@ -21,7 +22,7 @@ export function capturePowertoolsOutput() {
         .join('')
         .split('\n')
         .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>);
+        .map((line) => parseJson(jsonObject, line));
     },
   };
 }

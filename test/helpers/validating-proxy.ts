@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { jsonObject, parseJson } from './json.ts';
 import { OpenApiValidator } from './openapi-validator.ts';
 
 /**
@@ -20,9 +21,10 @@ export interface ValidatingProxy {
 const capturedBytes = 256 * 1024;
 
 export async function startValidatingProxy(target: string): Promise<ValidatingProxy> {
-  const document = JSON.parse(
+  const document = parseJson(
+    jsonObject,
     readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'),
-  ) as object;
+  );
   const validator = new OpenApiValidator(document);
   const problems: string[] = [];
   let checked = 0;

@@ -5,12 +5,14 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { buildApp } from '../../infra/cdk/app.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { parseConfig } from '../../lib/config.ts';
 import type { FunctionName } from '../../lib/function-timeouts.ts';
 import { awsLimits, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 import { queueNames } from '../../lib/queue/port.ts';
+import { parseJson } from '../helpers/json.ts';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
 
@@ -110,7 +112,10 @@ describe('the local runtime and the deployed stack agree on every AWS limit', ()
       new GetQueueAttributesCommand({ QueueUrl: runtime.sqs.urls[queue], AttributeNames: ['All'] }),
     );
     expect(Number(local.Attributes?.VisibilityTimeout)).toBe(deployed.VisibilityTimeout);
-    const redrive = JSON.parse(local.Attributes?.RedrivePolicy ?? '{}') as { maxReceiveCount?: number };
+    const redrive = parseJson(
+      z.object({ maxReceiveCount: z.coerce.number().optional() }),
+      local.Attributes?.RedrivePolicy ?? '{}',
+    );
     expect(Number(redrive.maxReceiveCount)).toBe(
       (deployed.RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount,
     );

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import * as z from 'zod';
 import { wireContainer } from '../../functions/wiring.ts';
 import { buildApp } from '../../infra/cdk/app.ts';
 import { type EmbeddedSqs, startEmbeddedSqs } from '../../infra/local/embedded-sqs.ts';
@@ -26,17 +27,44 @@ import { documentClient, localDynamoDbClient } from '../../lib/store/dynamodb/cl
 import { dynamoDbStore } from '../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../lib/store/dynamodb/table.ts';
 import { OpenSandboxFake } from '../fakes/opensandbox-server.ts';
+import { cdkJson } from '../helpers/cdk-json.ts';
+import { jsonObject, parseJson } from '../helpers/json.ts';
 import { orgPrincipal } from '../helpers/records.ts';
 
 const run = promisify(execFile);
 const eventsDir = new URL('../../events/', import.meta.url);
 const runner = new URL('../helpers/invoke-bundle.ts', import.meta.url).pathname;
 
-interface TemplateFunction {
-  Type: string;
-  Properties: { Handler: string; Timeout: number; Environment: { Variables: Record<string, unknown> } };
-  Metadata?: Record<string, string>;
-}
+/** The template's resources; a function's properties are read as `functionProperties`. */
+const templateSchema = z.object({
+  Resources: z.record(
+    z.string(),
+    z.object({
+      Type: z.string(),
+      Properties: z.unknown(),
+      Metadata: z.record(z.string(), z.unknown()).optional(),
+    }),
+  ),
+});
+const functionProperties = z.object({
+  Handler: z.string(),
+  Timeout: z.number(),
+  Environment: z.object({ Variables: z.record(z.string(), z.unknown()) }),
+});
+/** What the bundle runner writes (test/helpers/invoke-bundle.ts). */
+const outcomeSchema = z.object({
+  result: z.unknown().optional(),
+  prelude: z.object({ statusCode: z.number(), headers: z.record(z.string(), z.string()) }).optional(),
+  body: z.string().optional(),
+  error: z.string().optional(),
+});
+/** What an API Gateway proxy integration takes from the api function. */
+const apiResult = z.object({
+  statusCode: z.number(),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.string(),
+});
+const samEnvFile = z.object({ Parameters: z.record(z.string(), z.string()) });
 
 /** A function of the synthesized template, as SAM reads it. */
 interface Invocable {
@@ -46,10 +74,6 @@ interface Invocable {
   timeout: number;
   variables: Record<string, unknown>;
 }
-
-const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
-  context: Record<string, unknown>;
-};
 
 describe('sam local invoke, without Docker: every function of the synthesized template with every events/ file', () => {
   const work = mkdtempSync(join(tmpdir(), 'sam-like-'));
@@ -111,21 +135,23 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     });
     buildApp(app);
     app.synth();
-    const template = JSON.parse(readFileSync(join(outdir, 'Differently.template.json'), 'utf8')) as {
-      Resources: Record<string, TemplateFunction>;
-    };
+    const template = parseJson(
+      templateSchema,
+      readFileSync(join(outdir, 'Differently.template.json'), 'utf8'),
+    );
     functions = {};
     for (const [logicalId, resource] of Object.entries(template.Resources)) {
       if (resource.Type !== 'AWS::Lambda::Function') continue;
       const asset = resource.Metadata?.['aws:asset:path'];
-      if (asset === undefined) continue;
+      if (typeof asset !== 'string') continue;
       const name = logicalId.replace(/Function[0-9A-F]{8}$/, '');
+      const properties = functionProperties.parse(resource.Properties);
       functions[name] = {
         logicalId,
-        handler: resource.Properties.Handler,
+        handler: properties.Handler,
         assetDir: join(outdir, asset),
-        timeout: resource.Properties.Timeout,
-        variables: resource.Properties.Environment.Variables,
+        timeout: properties.Timeout,
+        variables: properties.Environment.Variables,
       };
     }
   }, 180_000);
@@ -176,12 +202,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
         maxBuffer: 64 * 1024 * 1024,
       },
     );
-    const outcome = JSON.parse(readFileSync(resultPath, 'utf8')) as {
-      result?: unknown;
-      prelude?: { statusCode: number; headers: Record<string, string> };
-      body?: string;
-      error?: string;
-    };
+    const outcome = parseJson(outcomeSchema, readFileSync(resultPath, 'utf8'));
     if (outcome.error !== undefined) throw new Error(`${fn} failed: ${outcome.error}\n${stdout}${stderr}`);
     return { ...outcome, logs: `${stdout}${stderr}` };
   }
@@ -189,7 +210,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
   it('writes the env file docs/local-testing.md shows, and the template declares every variable in it', () => {
     const doc = readFileSync(new URL('../../docs/local-testing.md', import.meta.url), 'utf8');
     const block = /```json\n(\{\n {2}"Parameters"[\s\S]*?)```/.exec(doc)?.[1] ?? '{}';
-    const documented = JSON.parse(block) as { Parameters: Record<string, string> };
+    const documented = parseJson(samEnvFile, block);
     expect(Object.keys(documented.Parameters).sort()).toEqual(Object.keys(samEnv).sort());
     for (const fn of Object.values(functions))
       for (const name of Object.keys(samEnv))
@@ -219,21 +240,17 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     const exampleOrg = /org_[0-9A-Z]{26}/.exec(provisionEvent)?.[0] ?? '';
 
     const createdCall = await invoke('Api', 'api-create-sandbox.json', { [exampleKey]: key });
-    const created = createdCall.result as {
-      statusCode: number;
-      headers: Record<string, string>;
-      body: string;
-    };
+    const created = apiResult.parse(createdCall.result);
     expect(created.statusCode, createdCall.logs).toBe(202);
     expect(created.headers).toMatchObject({ 'X-Content-Type-Options': 'nosniff' });
-    const sandbox = JSON.parse(created.body) as { id: string; status: string };
+    const sandbox = parseJson(z.object({ id: z.string(), status: z.string() }), created.body);
     expect(sandbox.status).toBe('queued');
     const ids = { [exampleKey]: key, [exampleSandbox]: sandbox.id, [exampleOrg]: org.id };
 
     expect((await invoke('Provision', 'provision-sqs.json', ids)).result).toEqual({ batchItemFailures: [] });
     expect((await operator.store.getSandbox(org.id, sandbox.id))?.status).toBe('running');
 
-    const exec = (await invoke('Api', 'api-exec.json', ids)).result as { statusCode: number; body: string };
+    const exec = apiResult.parse((await invoke('Api', 'api-exec.json', ids)).result);
     expect(exec.statusCode, exec.body).toBe(200);
     expect(JSON.parse(exec.body)).toMatchObject({ exitCode: 0 });
     const streamed = await invoke('ApiStream', 'api-exec.json', ids);
@@ -241,7 +258,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     const lines = (streamed.body ?? '')
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+      .map((line) => parseJson(jsonObject, line));
     // Without ?stream=1 the exec route answers one JSON document, through the streaming function still.
     expect(lines).toEqual([expect.objectContaining({ exitCode: 0, stdout: 'hi\n' })]);
 
@@ -292,7 +309,7 @@ describe('sam local invoke, without Docker: every function of the synthesized te
         await new Promise((resolve) => setTimeout(resolve, 100));
       expect(output).toContain(`sam env:   ${file}`);
       expect(existsSync(file)).toBe(true);
-      const written = JSON.parse(readFileSync(file, 'utf8')) as { Parameters: Record<string, string> };
+      const written = parseJson(samEnvFile, readFileSync(file, 'utf8'));
       expect(written.Parameters).toMatchObject({
         AWS_ENDPOINT_URL_DYNAMODB: inject('dynamodbEndpoint'),
         AWS_ENDPOINT_URL_SQS: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+/),

@@ -8,6 +8,7 @@ import { CURRENTLY_RECOMMENDED_FLAGS } from 'aws-cdk-lib/cx-api';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { env, sdkEndpointVariables } from '../../functions/environment.ts';
 import { buildApp } from '../../infra/cdk/app.ts';
+import { cdkJson } from '../helpers/cdk-json.ts';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
 
@@ -27,11 +28,6 @@ function writeConfig(config: unknown): string {
   writeFileSync(path, JSON.stringify(config));
   return path;
 }
-
-/** The context `cdk synth` runs with: cdk.json's feature flags. */
-const cdkJson = JSON.parse(readFileSync(new URL('../../cdk.json', import.meta.url), 'utf8')) as {
-  context: Record<string, unknown>;
-};
 
 function synth(config: unknown = { pools: [] }, context: Record<string, string> = {}) {
   const app = new App({

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../../adapters/protocol/handler.ts';
 import { lambdaAdapterHandler } from '../../../adapters/protocol/lambda.ts';
@@ -10,6 +11,7 @@ import { remoteConfigSchema } from '../../../adapters/remote/config.ts';
 import { RemoteAdapter } from '../../../adapters/remote/remote-adapter.ts';
 import type { ExecutionAdapter } from '../../../lib/adapter/port.ts';
 import { errors } from '../../../lib/errors.ts';
+import { parseJson } from '../../helpers/json.ts';
 
 const token = 'protocol-test-token-0123456789';
 
@@ -240,7 +242,7 @@ describe('the adapter protocol handler', () => {
         }),
       ),
     );
-    const { ref } = JSON.parse(String(created.body)) as { ref: string };
+    const { ref } = parseJson(z.object({ ref: z.string() }), String(created.body));
     const streamed = await lambda(
       event('POST', `/adapter/v1/instances/${ref}/exec`, JSON.stringify({ command: 'hi' })),
     );
