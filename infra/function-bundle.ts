@@ -1,4 +1,8 @@
 import { join, relative } from 'node:path';
+
+/** Where the bundles' metafile paths start from, whatever the caller's working directory. */
+export const bundleRoot = join(import.meta.dirname, '..');
+
 import type { BuildOptions, Metafile } from 'esbuild';
 
 /**
@@ -13,6 +17,7 @@ export function functionBundleOptions(entryFile: string, outdir: string): BuildO
   return {
     entryPoints: { [bundleEntryName]: entryFile },
     outdir,
+    absWorkingDir: bundleRoot,
     bundle: true,
     splitting: true,
     platform: 'node',
@@ -41,10 +46,10 @@ export const bundleEntryName = 'index';
 
 /**
  * The output files a cold start loads before the handler runs: the entry and every chunk it imports
- * statically, transitively (paths as the metafile names them, relative to the working directory).
+ * statically, transitively (paths as the metafile names them, relative to `bundleRoot`).
  */
 export function staticClosure(metafile: Metafile, outdir: string): { files: string[]; bytes: number } {
-  const entry = relative(process.cwd(), join(outdir, `${bundleEntryName}.mjs`));
+  const entry = relative(bundleRoot, join(outdir, `${bundleEntryName}.mjs`));
   const seen = new Set<string>();
   const pending = [entry];
   let bytes = 0;

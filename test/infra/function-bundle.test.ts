@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
-import { functionBundleOptions, staticClosure } from '../../infra/function-bundle.ts';
+import { bundleRoot, functionBundleOptions, staticClosure } from '../../infra/function-bundle.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const out = mkdtempSync(join(tmpdir(), 'function-bundle-'));
@@ -41,9 +41,7 @@ describe('function bundles, as the CDK app builds them', () => {
     const check = [
       `const entry = await import(${JSON.stringify(pathToFileURL(join(outdir, 'index.mjs')).href)});`,
       "if (typeof entry.handler !== 'function') throw new Error('no handler');",
-      ...every.map(
-        (file) => `await import(${JSON.stringify(pathToFileURL(join(process.cwd(), file)).href)});`,
-      ),
+      ...every.map((file) => `await import(${JSON.stringify(pathToFileURL(join(bundleRoot, file)).href)});`),
       "process.stdout.write('loaded');",
     ].join('\n');
     const loadedAll = execFileSync(process.execPath, ['--input-type=module', '-e', check], {
@@ -55,7 +53,7 @@ describe('function bundles, as the CDK app builds them', () => {
 
   it('follows static imports transitively, never dynamic ones', () => {
     const dir = join(out, 'closure');
-    const at = (file: string) => relative(process.cwd(), join(dir, file));
+    const at = (file: string) => relative(bundleRoot, join(dir, file));
     const output = (bytes: number, imports: Metafile['outputs'][string]['imports']) => ({
       bytes,
       inputs: {},

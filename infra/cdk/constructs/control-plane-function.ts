@@ -11,7 +11,7 @@ import { buildSync } from 'esbuild';
 import { env, metricsNamespace, sdkEndpointVariables } from '../../../functions/environment.ts';
 import { bundleEntryName, functionBundleOptions } from '../../function-bundle.ts';
 
-/** The repository root: function entries and the lock file are found from here. */
+/** The repository root: function entries are found from here. */
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /** The file name the validated config is copied to in every bundle (read through DIFFERENTLY_CONFIG). */

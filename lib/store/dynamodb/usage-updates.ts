@@ -41,16 +41,23 @@ export function usageUpdate(
 }
 
 /**
- * The org's count of waiting sandboxes (queued or provisioning), kept beside its usage. An increase is
- * conditional on staying under `max`; a missing item (an org older than the count) starts at zero.
+ * A count of waiting sandboxes moved by `change`: the org's (queued or provisioning, kept beside its
+ * usage), or a shard of the count waiting on the pools. An increase is conditional on staying under `max`;
+ * a missing item (an installation older than the count) starts at zero.
  */
-export function waitingUpdate(orgId: string, change: number, table: string, max?: number): Action {
+function countUpdate(
+  label: string,
+  key: Record<string, string>,
+  change: number,
+  table: string,
+  max?: number,
+): Action {
   return {
-    label: 'waiting',
+    label,
     item: {
       Update: {
         TableName: table,
-        Key: keyOf.waiting(orgId),
+        Key: key,
         UpdateExpression: 'ADD waiting :change',
         ...(change > 0 && max !== undefined
           ? {
@@ -63,19 +70,14 @@ export function waitingUpdate(orgId: string, change: number, table: string, max?
   };
 }
 
+/** The org's count of waiting sandboxes, bounded by `max` (its maxQueued) when given. */
+export function waitingUpdate(orgId: string, change: number, table: string, max?: number): Action {
+  return countUpdate('waiting', keyOf.waiting(orgId), change, table, max);
+}
+
 /** The count of sandboxes waiting on the pools, in the shard of the sandbox that starts or stops waiting. */
 export function waitingOnPoolsUpdate(sandboxId: string, change: number, table: string): Action {
-  return {
-    label: 'waitingOnPools',
-    item: {
-      Update: {
-        TableName: table,
-        Key: keyOf.waitingOnPools(waitingOnPoolsShardOf(sandboxId)),
-        UpdateExpression: 'ADD waiting :change',
-        ExpressionAttributeValues: { ':change': change },
-      },
-    },
-  };
+  return countUpdate('waitingOnPools', keyOf.waitingOnPools(waitingOnPoolsShardOf(sandboxId)), change, table);
 }
 
 /** Takes (+1, only while `free_snapshots` covers it) or gives back (-1) one of the org's maxSnapshots. */
