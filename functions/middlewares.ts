@@ -1,6 +1,5 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy, { type MiddlewareObj, type MiddyfiedHandler, type PluginExecutionMode } from '@middy/core';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { Context } from 'aws-lambda';
@@ -79,8 +78,6 @@ export function withMiddlewares<E, R>(
 ): MiddyfiedHandler<E, R> {
   const handler = middy<E, R>(executionMode === undefined ? {} : { executionMode })
     .use(injectLambdaContext(tools.logger, { resetKeys: true }))
-    // The response is not put on the trace: it can carry command output and file contents.
-    .use(captureLambdaHandler(tools.tracer, { captureResponse: false }))
     .use(logMetrics(tools.metrics, { captureColdStartMetric: true }));
   if (options.correlationId !== undefined) handler.use(correlation(tools.logger, options.correlationId));
   if (options.kind === 'http') {
@@ -95,5 +92,10 @@ export function withMiddlewares<E, R>(
   } else {
     handler.use(logFailure(tools.logger));
   }
-  return handler.handler(core);
+  // The invocation's subsegment wraps the work itself (an AsyncLocalStorage scope has to wrap a call,
+  // which a middy hook cannot); the response is not put on the trace, it can carry command output.
+  const handlerName = process.env._HANDLER ?? 'index.handler';
+  return handler.handler((event, context) =>
+    tools.tracer.traceInvocation(handlerName, () => core(event, context)),
+  );
 }

@@ -1,25 +1,28 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Log } from '../lib/log.ts';
 import { metricsNamespace } from './environment.ts';
+import { XRayTracer } from './tracing/xray-tracer.ts';
 
-/** Powertools' three tools, as one container holds them (one of each per container, like its clients). */
+/**
+ * The three tools, as one container holds them (one of each per container, like its clients): Powertools'
+ * Logger and Metrics, and the X-Ray tracer of functions/tracing/.
+ */
 export interface Observability {
   logger: Logger;
   metrics: Metrics;
-  tracer: Tracer;
+  tracer: XRayTracer;
 }
 
 /**
  * The tools of one function: its service name on every log line, metric and trace. The tracer is off
- * outside Lambda (and under SAM) by Powertools' own rule, so tests and the local runtime send no segments.
+ * outside Lambda and under SAM (Powertools' rule, kept), so tests and the local runtime send no segments.
  */
 export function observabilityFor(service: string): Observability {
   return {
     logger: new Logger({ serviceName: service }),
     metrics: new Metrics({ namespace: metricsNamespace, serviceName: service }),
-    tracer: new Tracer({ serviceName: service }),
+    tracer: new XRayTracer({ serviceName: service }),
   };
 }
 

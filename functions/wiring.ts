@@ -4,6 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { MiddlewareStack } from '@smithy/types';
 import { requireValidPools } from '../adapters/kinds.ts';
 import { buildPools } from '../adapters/registry.ts';
 import type { AdapterCallTracer } from '../adapters/traced-adapter.ts';
@@ -25,32 +26,20 @@ import { env, requireAllEnv, requireEnv } from './environment.ts';
 import { observability, powertoolsLog } from './observability.ts';
 
 /**
- * AWS SDK clients as this container makes them: traced by Powertools' Tracer (each call a subsegment),
+ * AWS SDK clients as this container makes them: traced (each call a subsegment, functions/tracing/),
  * with endpoints from the SDK's own settings (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, ...), which
  * is how local runs and `sam local invoke` point them at DynamoDB Local and a local SQS.
  */
-const traced = <C>(client: C): C => observability.tracer.captureAWSv3Client(client);
+const traced = <I extends object, O extends object, C extends { middlewareStack: MiddlewareStack<I, O> }>(
+  client: C & { middlewareStack: MiddlewareStack<I, O> },
+): C => observability.tracer.captureAWSv3Client(client);
 
 /**
  * An adapter call as an X-Ray subsegment `<kind>.<method>` annotated with the pool and the adapter kind,
- * its error recorded; the provider's HTTP requests (captured by the Tracer) nest beneath it.
+ * its error recorded; the provider's HTTP requests (fetch, traced by the tracer) nest beneath it.
  */
-const traceAdapterCall: AdapterCallTracer = async (pool, kind, method, call) => {
-  const tracer = observability.tracer;
-  if (!tracer.isTracingEnabled()) return call();
-  return (await tracer.provider.captureAsyncFunc(`${kind}.${method}`, async (subsegment) => {
-    subsegment?.addAnnotation('pool', pool);
-    subsegment?.addAnnotation('adapter', kind);
-    try {
-      return await call();
-    } catch (error) {
-      subsegment?.addError(error instanceof Error ? error : new Error(String(error)));
-      throw error;
-    } finally {
-      subsegment?.close();
-    }
-  })) as Awaited<ReturnType<typeof call>>;
-};
+const traceAdapterCall: AdapterCallTracer = (pool, kind, method, call) =>
+  observability.tracer.subsegment(`${kind}.${method}`, { pool, adapter: kind }, call);
 
 /** Secrets (the admin key, provider credentials) through Powertools' cache, over a traced client. */
 const secrets = new SecretsProvider({ awsSdkV3Client: traced(new SecretsManagerClient({})) });
@@ -110,7 +99,7 @@ export interface ContainerParts {
   resolveCredential?: CredentialResolver;
   /** Backends shared by every container (the local runtime's fake pools, tests' injected adapters). */
   adapters?: Record<string, ExecutionAdapter>;
-  /** Traces every backend call (Powertools' Tracer on Lambda). */
+  /** Traces every backend call (the X-Ray tracer on Lambda). */
   traceAdapterCall?: AdapterCallTracer;
   validateResponses?: boolean;
 }

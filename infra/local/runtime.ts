@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Message } from '@aws-sdk/client-sqs';
 import type { APIGatewayProxyEvent, Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { defaultDevhostRoot, devhostConfigSchema } from '../../adapters/devhost/config.ts';
@@ -19,6 +18,7 @@ import { reconcileFunction } from '../../functions/reconcile.ts';
 import { scheduleEvent } from '../../functions/schedule-event.ts';
 import { sweepFunction } from '../../functions/sweep.ts';
 import { terminateFunction } from '../../functions/terminate.ts';
+import { XRayTracer } from '../../functions/tracing/xray-tracer.ts';
 import { webhooksFunction } from '../../functions/webhooks.ts';
 import { wireContainer } from '../../functions/wiring.ts';
 import type { ExecutionAdapter } from '../../lib/adapter/port.ts';
@@ -195,7 +195,7 @@ function isStreamRoute(event: APIGatewayProxyEvent): boolean {
 /**
  * Powertools' tools for one local container: logs at WARN when the runtime has a log to write to (silent
  * otherwise, as in tests), no EMF lines (they are for CloudWatch; locally they would only flood stdout),
- * and a tracer that Powertools itself keeps off outside Lambda.
+ * and the tracer off (there is no X-Ray daemon locally).
  */
 function localObservability(name: string, verbose: boolean): Observability {
   const previous = process.env.POWERTOOLS_METRICS_DISABLED;
@@ -210,7 +210,7 @@ function localObservability(name: string, verbose: boolean): Observability {
         // both set) are about EMF output that is off here.
         logger: { debug() {}, info() {}, warn() {}, error() {} },
       }),
-      tracer: new Tracer({ serviceName: `differently-${name}`, enabled: false }),
+      tracer: new XRayTracer({ serviceName: `differently-${name}`, enabled: false }),
     };
   } finally {
     if (previous === undefined) delete process.env.POWERTOOLS_METRICS_DISABLED;
