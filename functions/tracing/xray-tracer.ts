@@ -133,12 +133,8 @@ export class XRayTracer {
     invocation.annotate('ColdStart', coldStart);
     invocation.annotate('Service', this.serviceName);
     try {
-      return await this.#current.run(invocation, work);
-    } catch (error) {
-      invocation.recordException(error);
-      throw error;
+      return await this.#within(invocation, work);
     } finally {
-      this.#daemon.send(invocation.close());
       await this.#daemon.flush();
     }
   }
@@ -153,13 +149,18 @@ export class XRayTracer {
     if (parent === undefined) return work();
     const child = parent.child(name);
     for (const [key, value] of Object.entries(annotations)) child.annotate(key, value);
+    return this.#within(child, work);
+  }
+
+  /** `work` as the current subsegment, which records its error and is sent when the work ends. */
+  async #within<T>(segment: Subsegment, work: () => Promise<T>): Promise<T> {
     try {
-      return await this.#current.run(child, work);
+      return await this.#current.run(segment, work);
     } catch (error) {
-      child.recordException(error);
+      segment.recordException(error);
       throw error;
     } finally {
-      this.#daemon.send(child.close());
+      this.#daemon.send(segment.close());
     }
   }
 
