@@ -378,6 +378,20 @@ describe('the X-Ray tracer', () => {
 });
 
 describe('where tracing is on and where documents go', () => {
+  it('has handed every document to the kernel when the invocation returns: a container frozen then loses none', async () => {
+    const root = '1-67a1b2c3-000000000000000000000009';
+    vi.stubEnv('_X_AMZN_TRACE_ID', header('1', root));
+    const made = tracer();
+    await made.traceInvocation('index.handler', async () =>
+      made.subsegment('Backend', {}, async () => 'done'),
+    );
+    // The socket goes at once, as a frozen (then ended) container's would: a datagram still queued in
+    // the process (the socket's first send waits for its bind) would be dropped with it.
+    made.close();
+    const documents = await documentsOf(root, 2);
+    expect(documents.map((document) => document.name).sort()).toEqual(['## index.handler', 'Backend']);
+  });
+
   it('traces on Lambda only, never under sam local', () => {
     expect(tracingEnabledByEnvironment({ AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x' })).toBe(true);
     expect(
