@@ -4,9 +4,14 @@
  * (split into chunks like the functions): bench/sdk-clients-reference.ts, which imports and constructs
  * only the AWS SDK clients the functions use. Goals (issue #22): size and import time <= 1.3 x the
  * reference's.
+ *
+ * Import time on a busy machine moves by up to 1.5 x between runs, so where valgrind is installed
+ * (`apt-get install valgrind`) each module's import is also counted in instructions, once: callgrind
+ * under a deterministic V8 (`--predictable`, fixed seeds, one thread), repeatable to about 0.1 %
+ * whatever else the machine runs, and a figure a change can be judged by.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -71,6 +76,42 @@ function importMs(file: string): number {
   return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
 }
 
+/**
+ * V8 made deterministic (no concurrent compilers or collectors, fixed seeds), so the same module costs the
+ * same instructions on every run: the work moves to the main thread, which callgrind counts.
+ */
+const deterministicNode = ['--single-threaded', '--predictable', '--random-seed=1', '--hash-seed=1'];
+
+function hasValgrind(): boolean {
+  try {
+    execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Instructions a fresh, deterministic Node process executes to start and import the module. */
+function importInstructions(file: string): number {
+  const script = `await import(${JSON.stringify(file)});`;
+  const { stderr } = spawnSync(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--callgrind-out-file=/dev/null',
+      process.execPath,
+      ...deterministicNode,
+      '--input-type=module',
+      '-e',
+      script,
+    ],
+    { encoding: 'utf8' },
+  );
+  const count = /I\s+refs:\s+([\d,]+)/.exec(stderr)?.[1];
+  if (count === undefined) throw new Error(`callgrind printed no instruction count for ${file}:\n${stderr}`);
+  return Number(count.replaceAll(',', ''));
+}
+
 const reference = await splitBundle(referenceEntry, join(out, 'sdk-clients'));
 const unsplitReference = await unsplitBundle(referenceEntry, join(out, 'sdk-clients-one-file'));
 
@@ -121,4 +162,28 @@ printTable(
 console.log(
   `largest ratios: size ${worst.size.toFixed(2)} (goal <= 1.3), import ${worst.time.toFixed(2)} (goal <= 1.3)\n`,
 );
+
+if (process.env.BENCH_INSTRUCTIONS !== '0' && hasValgrind()) {
+  // What a bare process start costs is subtracted: the figure is the module's import alone.
+  const empty = join(out, 'empty.mjs');
+  writeFileSync(empty, '');
+  const start = importInstructions(empty);
+  const counts = new Map(
+    [...measured].map(([name, bundle]) => [name, importInstructions(bundle.file) - start]),
+  );
+  const referenceCount = counts.get('reference') ?? Number.NaN;
+  printTable(
+    'Module import in instructions (callgrind, deterministic V8: one thread, fixed seeds; a bare process start subtracted)',
+    ['bundle', 'million instructions', 'x reference'],
+    [...counts].map(([name, count]) => [
+      name === 'reference' ? 'reference: the SDK clients alone' : name,
+      (count / 1e6).toFixed(1),
+      (count / referenceCount).toFixed(2),
+    ]),
+  );
+  const slowest = Math.max(...[...bundles.keys()].map((name) => (counts.get(name) ?? 0) / referenceCount));
+  console.log(`largest import ratio in instructions: ${slowest.toFixed(2)} (goal <= 1.3)\n`);
+} else {
+  console.log('import instructions: not counted (valgrind is not installed, or BENCH_INSTRUCTIONS=0)\n');
+}
 rmSync(out, { recursive: true, force: true });
