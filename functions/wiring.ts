@@ -19,7 +19,6 @@ import type { DeadLetterSource, WorkQueue } from '../lib/queue/port.ts';
 import { SqsDeadLetters, SqsWorkQueue } from '../lib/queue/sqs.ts';
 import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { dynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
-import { memoryStore } from '../lib/store/memory.ts';
 import type { Store } from '../lib/store/port.ts';
 import { WebhookFanout } from '../lib/webhooks/fanout.ts';
 import { env, requireAllEnv, requireEnv } from './environment.ts';
@@ -56,9 +55,13 @@ async function loadConfig(): Promise<Config> {
   return parseConfigText(await readFile(path, 'utf8'), path);
 }
 
-/** The store, whose linking hook publishes lifecycle events to the bus and fans them out to webhooks. */
-function storeFromEnv(fanout: WebhookFanout): Store {
-  if (process.env[env.store] === 'memory') return memoryStore();
+/**
+ * The store, whose linking hook publishes lifecycle events to the bus and fans them out to webhooks. The
+ * memory store (STORE=memory, `sam local invoke` without a table) is imported only when asked for: a
+ * deployed function's cold start does not compile it.
+ */
+async function storeFromEnv(fanout: WebhookFanout): Promise<Store> {
+  if (process.env[env.store] === 'memory') return (await import('../lib/store/memory.ts')).memoryStore();
   const table = requireEnv(env.tableName);
   const bus = process.env[env.eventBusName];
   const publishers: EventPublisher[] = [fanout];
@@ -134,7 +137,7 @@ export async function containerFromEnv(): Promise<ControlPlaneDeps> {
   const terminateDlq = process.env[env.terminateDlqUrl];
   const operationsDlq = process.env[env.operationsDlqUrl];
   const fanout = new WebhookFanout();
-  const store = storeFromEnv(fanout);
+  const store = await storeFromEnv(fanout);
   const queue = new SqsWorkQueue(sqs, {
     provision: requireEnv(env.provisionQueueUrl),
     terminate: requireEnv(env.terminateQueueUrl),
