@@ -1,9 +1,10 @@
 import type { PluginExecutionMode } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
+import { once } from '../lib/once.ts';
 import { type EntryKind, withMiddlewares } from './middlewares.ts';
 import { type Observability, observability } from './observability.ts';
-import { containerFromEnv, once } from './wiring.ts';
+import { containerFromEnv } from './wiring.ts';
 
 /** One Lambda function: what it does with a container's control plane, and what kind of entry it is. */
 export interface FunctionDefinition<E, R> {

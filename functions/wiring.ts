@@ -165,15 +165,3 @@ export async function containerFromEnv(): Promise<ControlPlaneDeps> {
     ...(admin !== undefined && { adminKey: admin }),
   });
 }
-
-/** Builds a value once per container on first use; a failed build is retried on the next call. */
-export function once<T>(build: () => Promise<T>): () => Promise<T> {
-  let pending: Promise<T> | undefined;
-  return () => {
-    pending ??= build().catch((error: unknown) => {
-      pending = undefined;
-      throw error;
-    });
-    return pending;
-  };
-}

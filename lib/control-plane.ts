@@ -1,5 +1,5 @@
 import type { Config } from './config.ts';
-import { createE2bFacade, e2bPrefix, e2bStreamedRoutes } from './e2b/facade.ts';
+import { e2bPrefix, e2bStreamedRoutes } from './e2b/surface.ts';
 import { createRouter } from './http/router.ts';
 import { type RouteDeps, restRoutes } from './http/routes/index.ts';
 import { openApiRoute } from './http/routes/system.ts';
@@ -7,6 +7,7 @@ import { type StreamedRoute, streamedRoutesOf } from './http/streamed-routes.ts'
 import type { HttpRequest, HttpResponse, RouteDefinition } from './http/types.ts';
 import type { Log } from './log.ts';
 import { mcpRoutes } from './mcp/endpoint.ts';
+import { once } from './once.ts';
 import { PoolAdmin } from './pools/admin.ts';
 import type { PoolRegistry } from './pools/registry.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
@@ -80,19 +81,22 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     log: deps.log,
     validateResponses: deps.validateResponses ?? false,
   });
-  // The E2B-compatible API lives beside the router, under its own prefix, with E2B's own error bodies.
-  const handleE2b = createE2bFacade({
-    sandboxes,
-    operations,
-    authenticator,
-    templates: deps.config.templates.map((template) => template.name),
-    createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,
-    allowedPools: deps.config.e2b.allowedPools,
-    log: deps.log,
-  });
-  const handleHttp = (request: HttpRequest) =>
+  // The E2B-compatible API lives beside the router, under its own prefix, with E2B's own error bodies. It is
+  // imported on the first request under the prefix: a container serving only REST never compiles it.
+  const e2bFacade = once(async () =>
+    (await import('./e2b/facade.ts')).createE2bFacade({
+      sandboxes,
+      operations,
+      authenticator,
+      templates: deps.config.templates.map((template) => template.name),
+      createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,
+      allowedPools: deps.config.e2b.allowedPools,
+      log: deps.log,
+    }),
+  );
+  const handleHttp = async (request: HttpRequest) =>
     request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
-      ? handleE2b(request)
+      ? (await e2bFacade())(request)
       : handleApi(request);
   const streamedRoutes = [...streamedRoutesOf(routes), ...e2bStreamedRoutes];
   return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, streamedRoutes, handleHttp };

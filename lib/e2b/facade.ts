@@ -1,6 +1,5 @@
 import { errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
-import type { StreamedRoute } from '../http/streamed-routes.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
@@ -9,21 +8,10 @@ import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/a
 import { ConnectError, connectCodes, parseJson } from './connect-protocol.ts';
 import { type E2bAnswer, E2bControlApi, e2bError, e2bErrorOf } from './control-api.ts';
 import { connectErrorOf, E2bEnvd } from './envd.ts';
-
-/**
- * The E2B-compatible API, served under `/e2b` on the API's own URL (docs/e2b.md): an E2B SDK with
- * `E2B_API_URL` and `E2B_SANDBOX_URL` both set to `<Differently URL>/e2b` runs unchanged. A request with
- * an `E2b-Sandbox-Id` header is for envd (the in-sandbox daemon), any other for the control API.
- */
-export const e2bPrefix = '/e2b';
+import { e2bPrefix } from './surface.ts';
 
 /** envd's port, the one E2B SDKs address (code-interpreter's 49999 and previews are not served). */
 const envdPort = '49983';
-
-/** The facade's routes on the response-streaming function: envd's process.Start (a command's output). */
-export const e2bStreamedRoutes: readonly StreamedRoute[] = [
-  { method: 'POST', path: `${e2bPrefix}/process.Process/Start` },
-];
 
 export interface E2bFacadeDeps {
   sandboxes: SandboxService;
@@ -37,6 +25,11 @@ export interface E2bFacadeDeps {
 
 const sandboxPath = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/[a-z]+)?$/;
 
+/**
+ * The E2B-compatible API, served under `/e2b` on the API's own URL (docs/e2b.md): an E2B SDK with
+ * `E2B_API_URL` and `E2B_SANDBOX_URL` both set to `<Differently URL>/e2b` runs unchanged. A request with
+ * an `E2b-Sandbox-Id` header is for envd (the in-sandbox daemon), any other for the control API.
+ */
 export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => Promise<HttpResponse> {
   const control = new E2bControlApi(deps);
   const envd = new E2bEnvd(deps);

@@ -17,7 +17,7 @@ function inputsOf(metafile: Metafile, files: string[]): string[] {
 }
 
 describe('function bundles, as the CDK app builds them', () => {
-  it("loads at a cold start only the entry's static chunks: the MCP SDK and the adapters wait for their import()", async () => {
+  it("loads at a cold start only the entry's static chunks: the MCP SDK, the adapters, the E2B facade and the memory store wait for their import()", async () => {
     const outdir = join(out, 'api');
     const { metafile } = await build(functionBundleOptions(join(root, 'functions', 'api.ts'), outdir));
     const loaded = staticClosure(metafile, outdir);
@@ -30,8 +30,20 @@ describe('function bundles, as the CDK app builds them', () => {
     );
     const mcpSdk = (input: string) => input.includes('node_modules/@modelcontextprotocol/sdk/');
     const adapter = (input: string) => /^adapters\/(opensandbox|daytona)\/.*-adapter\.ts$/.test(input);
+    // The E2B facade on the first /e2b request; the memory store only where DIFFERENTLY_STORE=memory asks.
+    const e2bFacade = (input: string) => /^lib\/e2b\/(facade|control-api|envd|schemas)\.ts$/.test(input);
+    const memoryStore = (input: string) => /^lib\/store\/(.+\/)?memory(-state)?\.ts$/.test(input);
     expect(atColdStart.filter(mcpSdk)).toEqual([]);
     expect(atColdStart.filter(adapter)).toEqual([]);
+    expect(atColdStart.filter(e2bFacade)).toEqual([]);
+    expect(atColdStart.filter(memoryStore)).toEqual([]);
+    expect(later.filter(e2bFacade).sort()).toEqual([
+      'lib/e2b/control-api.ts',
+      'lib/e2b/envd.ts',
+      'lib/e2b/facade.ts',
+      'lib/e2b/schemas.ts',
+    ]);
+    expect(later).toContain('lib/store/memory.ts');
     expect(later.some(mcpSdk)).toBe(true);
     expect(later.filter(adapter).sort()).toEqual([
       'adapters/daytona/daytona-adapter.ts',
