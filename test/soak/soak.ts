@@ -17,7 +17,7 @@ import type { Log } from '../../lib/log.ts';
 import { holdingsOf, type Usage, usageLimits } from '../../lib/quotas/usage.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import { sweep } from '../../lib/scheduler/sweep.ts';
-import { isTerminal, type SandboxStatus } from '../../lib/schemas/sandbox-status.ts';
+import { isTerminal, type SandboxStatus, sandboxStatuses } from '../../lib/schemas/sandbox-status.ts';
 import type { Quota } from '../../lib/schemas/tenancy.ts';
 import { installationChain } from '../../lib/store/audit/port.ts';
 import type { Store } from '../../lib/store/port.ts';
@@ -171,7 +171,14 @@ function killingStore(
 }
 
 const steady: ReadonlySet<SandboxStatus> = new Set(['running', 'stopped', 'paused']);
-const transitional: SandboxStatus[] = ['queued', 'provisioning', 'terminating'];
+/**
+ * Every status a sandbox passes through on its way to a terminal or steady one, the lifecycle moves'
+ * (stopping, starting, pausing, resuming) included: settling waits for all of them, so a stop still in the
+ * operations worker's hands is not judged unsettled.
+ */
+const transitional: SandboxStatus[] = sandboxStatuses.filter(
+  (status) => !isTerminal(status) && !steady.has(status),
+);
 
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const random = seededRandom(options.seed ?? 1);
