@@ -1,8 +1,8 @@
-import * as z from 'zod';
 import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, formatIssues } from '../lib/config.ts';
 import { errors } from '../lib/errors.ts';
 import type { PoolSpec } from '../lib/pools/registry.ts';
+import * as z from '../lib/zod.ts';
 import { daytonaConfigSchema } from './daytona/config.ts';
 import { devhostConfigSchema } from './devhost/config.ts';
 import { freestyleConfigSchema } from './freestyle/config.ts';
@@ -11,7 +11,7 @@ import { openSandboxConfigSchema } from './opensandbox/config.ts';
 import { remoteConfigSchema } from './remote/config.ts';
 
 /** Everything the control plane knows about one kind of backend. */
-interface AdapterKind<S extends z.ZodType> {
+interface AdapterKind<S extends z.ZodMiniType> {
   /** The pool's `config`, checked by preflight, synth, `npm start`, the cold start and the admin API. */
   configSchema: S;
   /**
@@ -32,7 +32,7 @@ interface AdapterKind<S extends z.ZodType> {
   needsCredentials?: true;
 }
 
-const kind = <S extends z.ZodType>(facts: AdapterKind<S>) => facts;
+const kind = <S extends z.ZodMiniType>(facts: AdapterKind<S>) => facts;
 
 /**
  * The one registry of adapter kinds: adding a backend is one entry here (and its folder under adapters/).

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../lib/zod.ts';
 
 /** The scheduled tasks, each its own function, run every minute by EventBridge Scheduler. */
 export type ScheduledTask = 'sweep' | 'reconcile' | 'pool-refresh';

@@ -1,9 +1,9 @@
-import * as z from 'zod';
 import { features, isKnownFeature } from './adapter/port.ts';
 import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
 import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandboxes.ts';
+import * as z from './zod.ts';
 
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -37,57 +37,66 @@ export function credentialRefProblem(
 export const runtimePoolSecretName = 'differently/pools/';
 
 export const credentialRefSchema = z.union([
-  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }),
-  z.strictObject({ secretArn: z.string().startsWith('arn:', 'a Secrets Manager secret ARN') }),
+  z.strictObject({
+    env: z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')),
+  }),
+  z.strictObject({ secretArn: z.string().check(z.startsWith('arn:', 'a Secrets Manager secret ARN')) }),
 ]);
 
 export const poolConfigSchema = z.strictObject({
-  name: z.string().regex(poolNamePattern, 'pool names are lower-case letters, digits and -, at most 63 long'),
+  name: z
+    .string()
+    .check(z.regex(poolNamePattern, 'pool names are lower-case letters, digits and -, at most 63 long')),
   /**
    * The adapter kind. Which kinds exist, and which need devMode, is the adapters' registry
    * (adapters/kinds.ts): every entry point checks a config against it (poolConfigProblems).
    */
-  adapter: z.string().min(1).max(63),
-  trust: z.enum(['private', 'external']).default('private'),
-  region: z.string().min(1).max(63).optional(),
+  adapter: z.string().check(z.minLength(1), z.maxLength(63)),
+  trust: z._default(z.enum(['private', 'external']), 'private'),
+  region: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
   /** 0: no limit beyond what the adapter's Capacity reports. */
-  maxConcurrency: z.int().min(0).default(0),
-  costModel: z.strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) }).optional(),
+  maxConcurrency: z._default(z.int().check(z.gte(0)), 0),
+  costModel: z.optional(
+    z.strictObject({ cpuHour: z.number().check(z.gte(0)), memoryGiBHour: z.number().check(z.gte(0)) }),
+  ),
   /** What the pool's sandboxes cost against budgets (lib/budgets); absent: nothing. */
-  prices: poolPricesSchema.optional(),
+  prices: z.optional(poolPricesSchema),
   /** Adapter-specific settings, validated by the adapter's own schema when the pool is built. */
-  config: z.record(z.string(), z.unknown()).default({}),
-  credentials: credentialRefSchema.optional(),
+  config: z._default(z.record(z.string(), z.unknown()), {}),
+  credentials: z.optional(credentialRefSchema),
   /** Declared features; the effective list drops those whose interface the adapter lacks. */
-  features: z.array(z.string().min(1).max(64)).optional(),
+  features: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(64)))),
 });
 export type PoolConfig = z.infer<typeof poolConfigSchema>;
 
 /** The global placement policy: external pools receive work only when allowed and named here. */
 export const placementPolicySchema = z.strictObject({
-  allowExternal: z.boolean().default(false),
-  externalPools: z.array(z.string().min(1).max(63)).max(64).default([]),
+  allowExternal: z._default(z.boolean(), false),
+  externalPools: z._default(
+    z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.maxLength(64)),
+    [],
+  ),
 });
 export type PlacementPolicy = z.infer<typeof placementPolicySchema>;
 
-const featureNameSchema = z
-  .string()
-  .refine(isKnownFeature, 'not a known feature name')
-  .refine((name) => name !== features.isolationNone, 'isolation.none cannot be requested');
+const featureNameSchema = z.string().check(
+  z.refine(isKnownFeature, 'not a known feature name'),
+  z.refine((name) => name !== features.isolationNone, 'isolation.none cannot be requested'),
+);
 
 /** A named bundle a create request can ask for with `profile`: capabilities, default resources, a classification. */
 export const profileSchema = z.strictObject({
-  description: z.string().max(1024).optional(),
-  capabilities: z.array(featureNameSchema).default([]),
+  description: z.optional(z.string().check(z.maxLength(1024))),
+  capabilities: z._default(z.array(featureNameSchema), []),
   /** Defaults for the request's resources; what the request sets itself wins. */
-  resources: requestedResourcesSchema.optional(),
-  classification: z.string().min(1).max(63).optional(),
+  resources: z.optional(requestedResourcesSchema),
+  classification: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
 });
 export type Profile = z.infer<typeof profileSchema>;
 
 /** A data classification: whether work so classified may ever leave private pools. */
 export const classificationSchema = z.strictObject({
-  description: z.string().max(1024).optional(),
+  description: z.optional(z.string().check(z.maxLength(1024))),
   allowExternal: z.boolean(),
 });
 
@@ -96,14 +105,16 @@ export const defaultClassifications = {
   confidential: { allowExternal: false, description: 'Private pools only, whatever the global policy says' },
 };
 
-const nameKey = z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'names are lower-case letters, digits and -');
+const nameKey = z
+  .string()
+  .check(z.regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'names are lower-case letters, digits and -'));
 
 export const templateSchema = z.strictObject({
-  name: z.string().min(1).max(128),
-  description: z.string().max(1024).optional(),
-  image: z.string().max(512).optional(),
+  name: z.string().check(z.minLength(1), z.maxLength(128)),
+  description: z.optional(z.string().check(z.maxLength(1024))),
+  image: z.optional(z.string().check(z.maxLength(512))),
   /** The idle policy of its sandboxes that name none (before the org's default). */
-  idle: idlePolicySchema.optional(),
+  idle: z.optional(idlePolicySchema),
 });
 
 /**
@@ -115,54 +126,61 @@ export const maxExecOutputBytes = Math.floor((awsLimits.maxBufferedResponseBytes
 export const configSchema = z
   .strictObject({
     /** Dev mode allows adapters without isolation (devhost, fake). Never on in production. */
-    devMode: z.boolean().default(false),
-    pools: z.array(poolConfigSchema).default([]),
-    templates: z.array(templateSchema).default([]),
-    profiles: z.record(nameKey, profileSchema).default({}),
-    classifications: z.record(nameKey, classificationSchema).default(defaultClassifications),
+    devMode: z._default(z.boolean(), false),
+    pools: z._default(z.array(poolConfigSchema), []),
+    templates: z._default(z.array(templateSchema), []),
+    profiles: z._default(z.record(nameKey, profileSchema), {}),
+    classifications: z._default(z.record(nameKey, classificationSchema), defaultClassifications),
     /**
      * The only environment variables a pool added through the admin API may take its credential from
      * (locally; on AWS such pools use secrets under differently/pools/). The operator opts variables in
      * by naming them under this prefix.
      */
-    runtimePoolEnvPrefix: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*_$/, 'a variable-name prefix ending in _')
-      .refine(
-        (prefix) => !reservedEnvPrefixes.some((reserved) => prefix.toUpperCase().startsWith(reserved)),
-        {
-          message: `may not be under ${reservedEnvPrefixes.join(', ')}`,
-        },
-      )
-      .default('POOL_CREDENTIAL_'),
+    runtimePoolEnvPrefix: z._default(
+      z.string().check(
+        z.regex(/^[A-Za-z_][A-Za-z0-9_]*_$/, 'a variable-name prefix ending in _'),
+        z.refine(
+          (prefix) => !reservedEnvPrefixes.some((reserved) => prefix.toUpperCase().startsWith(reserved)),
+          {
+            message: `may not be under ${reservedEnvPrefixes.join(', ')}`,
+          },
+        ),
+      ),
+      'POOL_CREDENTIAL_',
+    ),
     /**
      * The E2B-compatible API (docs/e2b.md): E2B's create names no pool, so its sandboxes are placed among
      * these pools (all permitted pools when unset), under the same policy as any create.
      */
-    e2b: z
-      .strictObject({ allowedPools: z.array(z.string().min(1).max(63)).min(1).max(32).optional() })
-      .default({}),
+    e2b: z._default(
+      z.strictObject({
+        allowedPools: z.optional(
+          z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.minLength(1), z.maxLength(32)),
+        ),
+      }),
+      {},
+    ),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
-    policy: placementPolicySchema.default({ allowExternal: false, externalPools: [] }),
-    scheduler: z
-      .strictObject({
-        maxAttempts: z.int().min(1).max(20).default(3),
-        provisionTimeoutSeconds: z.int().min(5).max(900).default(120),
-        terminateTimeoutSeconds: z.int().min(5).max(900).default(60),
+    policy: z._default(placementPolicySchema, { allowExternal: false, externalPools: [] }),
+    scheduler: z._default(
+      z.strictObject({
+        maxAttempts: z._default(z.int().check(z.gte(1), z.lte(20)), 3),
+        provisionTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(900)), 120),
+        terminateTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(900)), 60),
         /**
          * The longest a stop, start, pause, resume or snapshot may take on the backend. The operations
          * worker runs it (the API waits only briefly, see api.operationWaitSeconds); with the worker's own
          * margin it stays within Lambda's 15 minutes.
          */
-        operationTimeoutSeconds: z.int().min(5).max(840).default(600),
+        operationTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(840)), 600),
         /** A queued sandbox idle this long has lost its provision message: the sweep sends a new one. */
-        lostMessageSeconds: z.int().min(60).max(86_400).default(300),
+        lostMessageSeconds: z._default(z.int().check(z.gte(60), z.lte(86_400)), 300),
         /** A termination idle this long is stuck: the sweep sends a new terminate message. */
-        stuckTerminationSeconds: z.int().min(60).max(86_400).default(600),
+        stuckTerminationSeconds: z._default(z.int().check(z.gte(60), z.lte(86_400)), 600),
         /** The reconciler leaves sandboxes changed this recently alone: a lifecycle call may be in flight. */
-        reconcileGraceSeconds: z.int().min(1).max(3600).default(30),
-      })
-      .default({
+        reconcileGraceSeconds: z._default(z.int().check(z.gte(1), z.lte(3600)), 30),
+      }),
+      {
         maxAttempts: 3,
         provisionTimeoutSeconds: 120,
         terminateTimeoutSeconds: 60,
@@ -170,80 +188,84 @@ export const configSchema = z
         lostMessageSeconds: 300,
         stuckTerminationSeconds: 600,
         reconcileGraceSeconds: 30,
-      }),
-    api: z
-      .strictObject({
+      },
+    ),
+    api: z._default(
+      z.strictObject({
         /**
          * The longest command the synchronous exec may run. API Gateway's integration timeout is 29 s,
          * so the default leaves margin; longer commands use the streamed form.
          */
-        syncExecMaxSeconds: z.int().min(1).max(900).default(25),
+        syncExecMaxSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 25),
         /**
          * Cap on each of stdout and stderr returned by a synchronous exec, for every adapter (the rest is
          * cut and `truncated` set). Both at their cap, JSON-escaped, must fit Lambda's 6 MB response.
          */
-        execOutputMaxBytes: z
-          .int()
-          .min(1024)
-          .max(maxExecOutputBytes, {
-            error: `stdout and stderr at this cap could exceed Lambda's ${awsLimits.maxBufferedResponseBytes}-byte response limit; at most ${maxExecOutputBytes}`,
-          })
-          .default(1024 * 1024),
+        execOutputMaxBytes: z._default(
+          z.int().check(
+            z.gte(1024),
+            z.lte(maxExecOutputBytes, {
+              error: `stdout and stderr at this cap could exceed Lambda's ${awsLimits.maxBufferedResponseBytes}-byte response limit; at most ${maxExecOutputBytes}`,
+            }),
+          ),
+          1024 * 1024,
+        ),
         /**
          * How long a lifecycle call or snapshot waits for the operations worker before answering 202 with
          * the transitional record. Well inside API Gateway's 29 s.
          */
-        operationWaitSeconds: z
-          .number()
-          .min(0)
-          .max(awsLimits.apiIntegrationTimeoutSeconds - 9)
-          .default(10),
+        operationWaitSeconds: z._default(
+          z.number().check(z.gte(0), z.lte(awsLimits.apiIntegrationTimeoutSeconds - 9)),
+          10,
+        ),
         /**
          * How long an E2B create (lib/e2b) holds its request for the sandbox to run before it removes
          * it and answers 429 with Retry-After (docs/e2b.md). Inside API Gateway's 29 s.
          */
-        e2bCreateWaitSeconds: z
-          .number()
-          .min(1)
-          .max(awsLimits.apiIntegrationTimeoutSeconds - 4)
-          .default(20),
-      })
-      .default({
+        e2bCreateWaitSeconds: z._default(
+          z.number().check(z.gte(1), z.lte(awsLimits.apiIntegrationTimeoutSeconds - 4)),
+          20,
+        ),
+      }),
+      {
         syncExecMaxSeconds: 25,
         execOutputMaxBytes: 1024 * 1024,
         operationWaitSeconds: 10,
         e2bCreateWaitSeconds: 20,
-      }),
+      },
+    ),
   })
-  .superRefine((config, ctx) => {
-    for (const [name, profile] of Object.entries(config.profiles)) {
-      if (profile.classification !== undefined && !(profile.classification in config.classifications)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['profiles', name, 'classification'],
-          message: `no classification named ${profile.classification}`,
-        });
+  .check(
+    z.superRefine((config, ctx) => {
+      for (const [name, profile] of Object.entries(config.profiles)) {
+        if (profile.classification !== undefined && !(profile.classification in config.classifications)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['profiles', name, 'classification'],
+            message: `no classification named ${profile.classification}`,
+          });
+        }
       }
-    }
-    const seen = new Set<string>();
-    config.pools.forEach((pool, index) => {
-      if (seen.has(pool.name)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['pools', index, 'name'],
-          message: `pool ${pool.name} is defined twice`,
-        });
-      }
-      seen.add(pool.name);
-      const problem =
-        pool.credentials === undefined
-          ? undefined
-          : credentialRefProblem(pool.credentials, 'config', config.runtimePoolEnvPrefix);
-      if (problem !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['pools', index, 'credentials'], message: problem });
-      }
-    });
-  });
+      const seen = new Set<string>();
+      config.pools.forEach((pool, index) => {
+        if (seen.has(pool.name)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['pools', index, 'name'],
+            message: `pool ${pool.name} is defined twice`,
+          });
+        }
+        seen.add(pool.name);
+        const problem =
+          pool.credentials === undefined
+            ? undefined
+            : credentialRefProblem(pool.credentials, 'config', config.runtimePoolEnvPrefix);
+        if (problem !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['pools', index, 'credentials'], message: problem });
+        }
+      });
+    }),
+  );
 export type Config = z.infer<typeof configSchema>;
 
 /** `pools[0].adapter: message; scheduler.maxAttempts: message`: every problem, each naming its field. */

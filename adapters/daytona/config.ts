@@ -1,20 +1,20 @@
-import * as z from 'zod';
+import * as z from '../../lib/zod.ts';
 
 /**
  * A daytona pool's `config`: what preflight, synth, the cold start and the admin API check. Kept apart from
  * the adapter so validating a config never loads the adapter itself (adapters/kinds.ts loads it on first use).
  */
 export const daytonaConfigSchema = z.strictObject({
-  apiURL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).default('https://app.daytona.io/api'),
+  apiURL: z._default(z.url({ protocol: /^https?$/, error: 'an http(s) URL' }), 'https://app.daytona.io/api'),
   /** Region (Daytona's `target`). */
-  target: z.string().min(1).optional(),
+  target: z.optional(z.string().check(z.minLength(1))),
   /** The snapshot (Daytona's template image) a sandbox starts from when the request names no template. */
-  snapshot: z.string().min(1).optional(),
+  snapshot: z.optional(z.string().check(z.minLength(1))),
   /** container (default) or linux-vm: only VM-class sandboxes pause with memory kept. */
-  class: z.enum(['container', 'linux-vm']).default('container'),
+  class: z._default(z.enum(['container', 'linux-vm']), 'container'),
   /** Preview URLs' lifetime. */
-  portURLSeconds: z.int().min(1).max(86_400).default(3600),
-  readyTimeoutSeconds: z.int().min(1).max(900).default(180),
-  pollIntervalMs: z.int().min(10).max(10_000).default(1000),
+  portURLSeconds: z._default(z.int().check(z.gte(1), z.lte(86_400)), 3600),
+  readyTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 180),
+  pollIntervalMs: z._default(z.int().check(z.gte(10), z.lte(10_000)), 1000),
 });
 export type DaytonaConfig = z.infer<typeof daytonaConfigSchema>;

@@ -4,7 +4,6 @@
  * (exec, files). Documented deviations: exec output is stdout and stderr combined; exec has no stdin.
  */
 
-import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -30,6 +29,7 @@ import {
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import * as z from '../../lib/zod.ts';
 import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
@@ -41,22 +41,22 @@ const labels = ownershipLabelKeys;
 const defaultExecTimeoutSeconds = 600;
 
 const sandboxSchema = z.object({
-  id: z.string().min(1),
-  name: z.string().optional(),
+  id: z.string().check(z.minLength(1)),
+  name: z.optional(z.string()),
   state: z.string(),
-  errorReason: z.string().nullish(),
-  labels: z.record(z.string(), z.string()).nullish(),
-  toolboxProxyUrl: z.string().nullish(),
+  errorReason: z.nullish(z.string()),
+  labels: z.nullish(z.record(z.string(), z.string())),
+  toolboxProxyUrl: z.nullish(z.string()),
 });
 type DaytonaSandbox = z.infer<typeof sandboxSchema>;
-const listSchema = z.object({ items: z.array(sandboxSchema), nextCursor: z.string().nullish() });
+const listSchema = z.object({ items: z.array(sandboxSchema), nextCursor: z.nullish(z.string()) });
 const executeSchema = z.object({ exitCode: z.int(), result: z.string() });
 const filesSchema = z.array(
   z.object({
     name: z.string(),
     isDir: z.boolean(),
-    size: z.number().optional(),
-    modifiedAt: z.string().optional(),
+    size: z.optional(z.number()),
+    modifiedAt: z.optional(z.string()),
   }),
 );
 
@@ -80,7 +80,7 @@ export function daytonaStateOf(state: string): InstanceState {
 }
 
 /** What the snapshot lookup needs of Daytona's SnapshotDto. */
-const snapshotIdSchema = z.looseObject({ id: z.string().min(1) });
+const snapshotIdSchema = z.looseObject({ id: z.string().check(z.minLength(1)) });
 
 export class DaytonaAdapter
   implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, IdleKeeper
@@ -502,7 +502,7 @@ export class DaytonaAdapter
     const preview = await this.#http.json(
       'GET',
       `/sandbox/${encodeURIComponent(ref)}/ports/${port}/signed-preview-url`,
-      z.object({ url: z.string().min(1) }),
+      z.object({ url: z.string().check(z.minLength(1)) }),
       { query: { expiresInSeconds: this.#config.portURLSeconds }, signal: opts?.signal, idempotent: true },
     );
     return preview.url;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve as resolvePath } from 'node:path';
-import * as z from 'zod';
+import * as z from '../../lib/zod.ts';
 
 /**
  * `.differently/devhost` beside the checkout; but a root control plane runs its jails as the sandbox
@@ -41,25 +41,22 @@ export const devhostConfigSchema = z.strictObject({
    * Directory holding one sub-directory per sandbox: by default beside the checkout that runs it
    * (`.differently/devhost`), so two installations on one machine never share one.
    */
-  root: z.string().min(1).default(defaultDevhostRoot),
+  root: z._default(z.string().check(z.minLength(1)), defaultDevhostRoot),
   /** Cap on each of stdout and stderr kept by a synchronous exec. */
-  outputMaxBytes: z
-    .int()
-    .min(1024)
-    .default(1024 * 1024),
+  outputMaxBytes: z._default(z.int().check(z.gte(1024)), 1024 * 1024),
   /**
    * `bubblewrap`: each command in its own mount and PID namespaces, the sandbox's folder as its `/`
    * (adapters/devhost/jail.ts); `none`: host processes in the sandbox's folder; `auto` (default):
    * bubblewrap where it works, otherwise none, said in the pool's limitations and at start.
    */
-  isolation: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
+  isolation: z._default(z.enum(['auto', 'bubblewrap', 'none']), 'auto'),
   /**
    * The host user every jailed process runs as when the control plane runs as root (nobody by default):
    * bwrap is started as this user, so nothing in the jail holds root's uid or a capability on the host.
    * The pool's root must be reachable by it (the adapter makes the root itself 0711; its parents are
    * checked at start). Ignored when the control plane is not root: it cannot hand out another uid.
    */
-  runAsUid: z.int().min(1).max(4_294_967_294).default(65534),
-  runAsGid: z.int().min(1).max(4_294_967_294).default(65534),
+  runAsUid: z._default(z.int().check(z.gte(1), z.lte(4_294_967_294)), 65534),
+  runAsGid: z._default(z.int().check(z.gte(1), z.lte(4_294_967_294)), 65534),
 });
 export type DevhostConfig = z.infer<typeof devhostConfigSchema>;

@@ -1,7 +1,6 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { chmod, cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve as resolvePath } from 'node:path';
-import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -27,6 +26,7 @@ import {
 } from '../../lib/adapter/port.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import * as z from '../../lib/zod.ts';
 import type { DevhostConfig } from './config.ts';
 import {
   bubblewrapAvailable,

@@ -6,7 +6,6 @@
  */
 
 import { createHash } from 'node:crypto';
-import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -30,6 +29,7 @@ import {
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import * as z from '../../lib/zod.ts';
 import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
 import { HttpClient, type RequestOptions } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
@@ -60,19 +60,19 @@ const perVmFailures: ReadonlySet<string> = new Set([
 ]);
 
 const vmSchema = z.object({
-  id: z.string().min(1),
+  id: z.string().check(z.minLength(1)),
   state: z.string(),
-  slug: z.string().nullish(),
-  metadata: z.record(z.string(), z.string()).nullish(),
-  resources: z.object({ cpu: z.number(), memory: z.number(), storage: z.number() }).partial().nullish(),
-  createdAt: z.string().nullish(),
+  slug: z.nullish(z.string()),
+  metadata: z.nullish(z.record(z.string(), z.string())),
+  resources: z.nullish(z.partial(z.object({ cpu: z.number(), memory: z.number(), storage: z.number() }))),
+  createdAt: z.nullish(z.string()),
 });
 type Vm = z.infer<typeof vmSchema>;
 const listSchema = z.object({ vms: z.array(vmSchema), totalCount: z.int() });
 const execSchema = z.object({
-  stdout: z.string().nullish(),
-  stderr: z.string().nullish(),
-  statusCode: z.int().nullable(),
+  stdout: z.nullish(z.string()),
+  stderr: z.nullish(z.string()),
+  statusCode: z.nullable(z.int()),
 });
 const dirSchema = z.object({ entries: z.array(z.object({ name: z.string(), kind: z.string() })) });
 
@@ -210,7 +210,7 @@ export class FreestyleAdapter
     }
   }
 
-  async #call<S extends z.ZodType>(
+  async #call<S extends z.ZodMiniType>(
     method: string,
     path: string,
     schema: S,
@@ -406,10 +406,15 @@ export class FreestyleAdapter
       return;
     }
     // Larger files go through the resumable upload: chunks at their offsets, then a commit, checked by sha256.
-    const upload = await this.#call('POST', `${vm}/fs/uploads`, z.object({ uploadId: z.string().min(1) }), {
-      json: { path, size: content.length, sha256, mode: writtenFileMode },
-      signal: opts?.signal,
-    });
+    const upload = await this.#call(
+      'POST',
+      `${vm}/fs/uploads`,
+      z.object({ uploadId: z.string().check(z.minLength(1)) }),
+      {
+        json: { path, size: content.length, sha256, mode: writtenFileMode },
+        signal: opts?.signal,
+      },
+    );
     const base = `${vm}/fs/uploads/${encodeURIComponent(upload.uploadId)}`;
     for (let offset = 0; offset < content.length; offset += uploadChunkBytes) {
       await this.#send('PUT', base, {
@@ -477,7 +482,7 @@ export class FreestyleAdapter
     const result = await this.#call(
       'POST',
       `/v5/vms/${encodeURIComponent(ref)}/snapshot`,
-      z.object({ snapshotId: z.string().min(1) }),
+      z.object({ snapshotId: z.string().check(z.minLength(1)) }),
       {
         json: {},
         signal: opts?.signal,

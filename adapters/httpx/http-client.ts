@@ -4,9 +4,9 @@
  * in an error. The provider's own error code is kept in details.providerCode.
  */
 
-import type * as z from 'zod';
 import { ApiError, type ErrorCode, errors } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
+import type * as z from '../../lib/zod.ts';
 import { maxJsonAnswerBytes, readBounded } from './bounded-body.ts';
 import { sleep } from './sleep.ts';
 
@@ -130,7 +130,7 @@ export class HttpClient {
   }
 
   /** A JSON answer checked against `schema`: garbage, truncation or a missing field is provider_unavailable. */
-  async json<S extends z.ZodType>(
+  async json<S extends z.ZodMiniType>(
     method: string,
     path: string,
     schema: S,
@@ -140,7 +140,7 @@ export class HttpClient {
     return this.parse(response, schema, `${method} ${path}`);
   }
 
-  async parse<S extends z.ZodType>(response: Response, schema: S, what: string): Promise<z.infer<S>> {
+  async parse<S extends z.ZodMiniType>(response: Response, schema: S, what: string): Promise<z.infer<S>> {
     const text = (await readBounded(response, maxJsonAnswerBytes, what)).toString('utf8');
     let raw: unknown;
     try {

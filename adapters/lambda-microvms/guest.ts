@@ -8,7 +8,6 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -26,6 +25,7 @@ import {
   type Streamer,
 } from '../../lib/adapter/port.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import * as z from '../../lib/zod.ts';
 import type { DevhostAdapter } from '../devhost/devhost-adapter.ts';
 
 /** The ref the control plane sends for the VM's one sandbox (any ref names it; this one is conventional). */

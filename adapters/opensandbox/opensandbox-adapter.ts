@@ -6,7 +6,6 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import * as z from 'zod';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -34,6 +33,7 @@ import {
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import * as z from '../../lib/zod.ts';
 import { HttpClient } from '../httpx/http-client.ts';
 import { linesOf } from '../httpx/lines.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
@@ -200,10 +200,15 @@ export class OpenSandboxAdapter
 
   async #createSandbox(req: CreateRequest, opts?: CallOptions): Promise<string> {
     try {
-      const created = await this.#http.json('POST', '/sandboxes', z.object({ id: z.string().min(1) }), {
-        json: this.createBody(req),
-        signal: opts?.signal,
-      });
+      const created = await this.#http.json(
+        'POST',
+        '/sandboxes',
+        z.object({ id: z.string().check(z.minLength(1)) }),
+        {
+          json: this.createBody(req),
+          signal: opts?.signal,
+        },
+      );
       return created.id;
     } catch (error) {
       // Kubernetes waited for the pod and gave up: the server has already deleted the workload.

@@ -4,15 +4,15 @@
  * (../shared/reference/providers/specs/).
  */
 
-import * as z from 'zod';
 import type { InstanceState } from '../../lib/adapter/port.ts';
+import * as z from '../../lib/zod.ts';
 import type { OpenSandboxConfig } from './config.ts';
 
 const stateSchema = z.string();
 export const sandboxSchema = z.object({
-  id: z.string().min(1),
-  status: z.object({ state: stateSchema, reason: z.string().optional(), message: z.string().optional() }),
-  metadata: z.record(z.string(), z.string()).nullish(),
+  id: z.string().check(z.minLength(1)),
+  status: z.object({ state: stateSchema, reason: z.optional(z.string()), message: z.optional(z.string()) }),
+  metadata: z.nullish(z.record(z.string(), z.string())),
 });
 export type OpenSandbox = z.infer<typeof sandboxSchema>;
 export const listSchema = z.object({
@@ -20,25 +20,25 @@ export const listSchema = z.object({
   pagination: z.object({ page: z.int(), hasNextPage: z.boolean() }),
 });
 export const endpointSchema = z.object({
-  endpoint: z.string().min(1),
-  headers: z.record(z.string(), z.string()).nullish(),
+  endpoint: z.string().check(z.minLength(1)),
+  headers: z.nullish(z.record(z.string(), z.string())),
 });
 export const snapshotSchema = z.object({
-  id: z.string().min(1),
-  status: z.object({ state: z.string(), message: z.string().optional() }),
+  id: z.string().check(z.minLength(1)),
+  status: z.object({ state: z.string(), message: z.optional(z.string()) }),
 });
 export const fileListSchema = z.array(
   z.object({
     path: z.string(),
-    type: z.string().optional(),
-    size: z.number().optional(),
-    modified_at: z.string().optional(),
+    type: z.optional(z.string()),
+    size: z.optional(z.number()),
+    modified_at: z.optional(z.string()),
   }),
 );
 export const streamEventSchema = z.object({
   type: z.string(),
-  text: z.string().optional(),
-  error: z.object({ ename: z.string().optional(), evalue: z.string().optional() }).optional(),
+  text: z.optional(z.string()),
+  error: z.optional(z.object({ ename: z.optional(z.string()), evalue: z.optional(z.string()) })),
 });
 
 /** Maps OpenSandbox's state to the contract's; Terminated is reported as gone by the callers. */

@@ -3,7 +3,7 @@
  * is transport-neutral (`createProtocolHandler`); `server.ts` runs it as a Node HTTP server and
  * `lambda.ts` behind a Lambda Function URL.
  */
-import type * as z from 'zod';
+
 import {
   adapterProtocolVersion,
   type ExecutionAdapter,
@@ -19,6 +19,7 @@ import {
 import { formatIssues } from '../../lib/config.ts';
 import { ApiError, type ErrorCode, errors, httpStatusOf, isApiError } from '../../lib/errors.ts';
 import { secretsEqual } from '../../lib/tenancy/auth.ts';
+import type * as z from '../../lib/zod.ts';
 import {
   createRequestSchema,
   execRequestSchema,
@@ -93,7 +94,7 @@ function errorResponse(error: ApiError): ProtocolResponse {
   });
 }
 
-function parse<S extends z.ZodType>(schema: S, body: Buffer | undefined): z.infer<S> {
+function parse<S extends z.ZodMiniType>(schema: S, body: Buffer | undefined): z.infer<S> {
   let raw: unknown = {};
   if (body !== undefined && body.length > 0) {
     try {

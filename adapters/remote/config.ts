@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../../lib/zod.ts';
 
 /**
  * A remote pool's `config`: what preflight, synth, the cold start and the admin API check. Kept apart from
@@ -8,10 +8,6 @@ export const remoteConfigSchema = z.strictObject({
   /** The plugin server's base URL (the protocol's routes live under /adapter/v1). */
   endpoint: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
   /** Upper bound on one request; the caller's own deadline applies first. Default 2 h 15 min. */
-  timeoutSeconds: z
-    .int()
-    .min(1)
-    .max(24 * 3600)
-    .default(8100),
+  timeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(24 * 3600)), 8100),
 });
 export type RemoteConfig = z.infer<typeof remoteConfigSchema>;

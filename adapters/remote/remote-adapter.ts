@@ -4,7 +4,6 @@
  * the pool advertises is what the plugin declares on /info (already filtered there).
  */
 
-import type * as z from 'zod';
 import {
   type AdapterInfo,
   adapterProtocolVersion,
@@ -27,6 +26,7 @@ import {
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import type * as z from '../../lib/zod.ts';
 import { maxDownloadBytes, maxJsonAnswerBytes, readBounded } from '../httpx/bounded-body.ts';
 import { linesOf } from '../httpx/lines.ts';
 import {
@@ -217,7 +217,7 @@ export class RemoteAdapter
     return (await this.#json('POST', `/instances/${enc(ref)}/ports`, portSchema, opts, { port })).url;
   }
 
-  async #json<S extends z.ZodType>(
+  async #json<S extends z.ZodMiniType>(
     method: string,
     path: string,
     schema: S,

@@ -1,12 +1,12 @@
 import { readFile } from 'node:fs/promises';
-import type * as z from 'zod';
 import { formatIssues } from '../../lib/config.ts';
 import { createPoolSchema, updatePoolSchema } from '../../lib/pools/admin-schemas.ts';
+import type * as z from '../../lib/zod.ts';
 import type { PoolDetail } from '../../sdk/index.ts';
 import { type Command, table, UsageError } from '../context.ts';
 
 /** A body checked with the server's own schema, so a typo is named before anything is sent. */
-function checked<S extends z.ZodType>(schema: S, body: unknown, source = 'body'): z.output<S> {
+function checked<S extends z.ZodMiniType>(schema: S, body: unknown, source = 'body'): z.output<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw new UsageError(`${source}: ${formatIssues(result.error.issues)}`);
   return result.data;

@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
+import * as z from '../zod.ts';
 import { maxRate, type SandboxRates, sandboxRatesSchema } from './prices.ts';
 
 /**
@@ -23,12 +23,12 @@ export const sandboxBillingSchema = z.object({
   pausedMs: z.int(),
   stoppedMs: z.int(),
   /** When the stretch being billed now began (the last move). */
-  since: z.string().nullable(),
+  since: z.nullable(z.string()),
   /** Micros held of the budgets now. */
   reserved: z.int(),
   /** Micros spent: set once, at settlement. */
   spent: z.int(),
-  settledAt: z.string().nullable(),
+  settledAt: z.nullable(z.string()),
 });
 export type SandboxBilling = z.infer<typeof sandboxBillingSchema>;
 

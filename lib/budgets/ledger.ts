@@ -1,12 +1,12 @@
-import * as z from 'zod';
 import { errors } from '../errors.ts';
 import type { BudgetView } from '../schemas/tenancy.ts';
+import * as z from '../zod.ts';
 import { fromMicros, maxBudget, toMicros } from './prices.ts';
 
 /** PUT /v1/admin/orgs/{id}/budget and /v1/admin/orgs/{id}/projects/{projectId}/budget. */
 export const setBudgetSchema = z.strictObject({
   /** Per calendar month (UTC), in the currency the pools' prices are in; null: no budget. */
-  monthly: z.number().min(0).max(maxBudget).nullable(),
+  monthly: z.nullable(z.number().check(z.gte(0), z.lte(maxBudget))),
 });
 
 /** Whose budget a ledger counts against: the org's, or one of its projects'. */

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 /**
  * Money is kept in micro-units (millionths of whatever currency the operator prices in) as integers:
@@ -17,12 +17,12 @@ export function fromMicros(micros: number): number {
   return micros / microsPerUnit;
 }
 
-const rate = z.number().min(0).max(1_000);
+const rate = z.number().check(z.gte(0), z.lte(1_000));
 
 /** What a second costs in one state of a sandbox: per vCPU and per GiB of memory. */
 const statePriceSchema = z.strictObject({
-  perVcpuSecond: rate.default(0),
-  perGiBSecond: rate.default(0),
+  perVcpuSecond: z._default(rate, 0),
+  perGiBSecond: z._default(rate, 0),
 });
 
 const freeState = { perVcpuSecond: 0, perGiBSecond: 0 };
@@ -34,10 +34,10 @@ const freeState = { perVcpuSecond: 0, perGiBSecond: 0 };
  * rates. Zero by default: a pool with no prices costs nothing and never touches a budget.
  */
 export const poolPricesSchema = z.strictObject({
-  perCreate: z.number().min(0).max(1_000_000).default(0),
-  running: statePriceSchema.default(freeState),
-  paused: statePriceSchema.default(freeState),
-  stopped: statePriceSchema.default(freeState),
+  perCreate: z._default(z.number().check(z.gte(0), z.lte(1_000_000)), 0),
+  running: z._default(statePriceSchema, freeState),
+  paused: z._default(statePriceSchema, freeState),
+  stopped: z._default(statePriceSchema, freeState),
 });
 export type PoolPrices = z.infer<typeof poolPricesSchema>;
 

@@ -1,4 +1,3 @@
-import type * as z from 'zod';
 import { errors, toErrorResponse } from '../errors.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
@@ -7,6 +6,7 @@ import { labelsSchema } from '../schemas/common.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
 import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
+import type * as z from '../zod.ts';
 import {
   connectSandboxSchema,
   listQuerySchema,
@@ -48,7 +48,7 @@ export function e2bError(status: number, message: string, headers: Record<string
   return { status, body: { code: status, message }, headers };
 }
 
-export function parseBody<T extends z.ZodType>(schema: T, value: unknown, what: string): z.infer<T> {
+export function parseBody<T extends z.ZodMiniType>(schema: T, value: unknown, what: string): z.infer<T> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

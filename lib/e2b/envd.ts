@@ -1,7 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { posix } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import * as z from 'zod';
 import type { FileInfo } from '../adapter/port.ts';
 import { errors, toErrorResponse } from '../errors.ts';
 import type { Log } from '../log.ts';
@@ -11,6 +10,7 @@ import { maxFileBytes, type SandboxOperations } from '../sandboxes/sandbox-opera
 import type { SandboxService } from '../sandboxes/service.ts';
 import { envSchema } from '../schemas/common.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import * as z from '../zod.ts';
 import { type ConnectCode, ConnectError, endStream, envelope, firstEnvelope } from './connect-protocol.ts';
 import { type E2bAnswer, e2bError, parseBody } from './control-api.ts';
 import {
@@ -455,8 +455,8 @@ function entryInfo(item: FileInfo) {
 const processConfigSchema = z.object({
   cmd: z.string(),
   args: z.array(z.string()),
-  cwd: z.string().optional(),
-  tag: z.string().optional(),
+  cwd: z.optional(z.string()),
+  tag: z.optional(z.string()),
 });
 
 function safeJson(text: string): unknown {

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 /**
  * What E2B SDKs send to the control API (`NewSandboxV2`, and SDK 2.50's `NewSandbox` with `secure` and
@@ -6,19 +6,15 @@ import * as z from 'zod';
  * honour is named in a 400 instead of being dropped unseen (../shared/reference/e2b-wire-protocol.md §3).
  */
 export const newSandboxSchema = z.looseObject({
-  templateID: z.string().min(1).max(512).default('base'),
-  timeout: z
-    .int()
-    .min(1)
-    .max(30 * 24 * 3600)
-    .optional(),
-  metadata: z.record(z.string(), z.string()).optional(),
-  envVars: z.record(z.string(), z.string()).optional(),
-  secure: z.boolean().optional(),
-  allow_internet_access: z.boolean().optional(),
-  autoPause: z.boolean().optional(),
+  templateID: z._default(z.string().check(z.minLength(1), z.maxLength(512)), 'base'),
+  timeout: z.optional(z.int().check(z.gte(1), z.lte(30 * 24 * 3600))),
+  metadata: z.optional(z.record(z.string(), z.string())),
+  envVars: z.optional(z.record(z.string(), z.string())),
+  secure: z.optional(z.boolean()),
+  allow_internet_access: z.optional(z.boolean()),
+  autoPause: z.optional(z.boolean()),
   /** Resume on access: what an idle-paused sandbox does anyway, so only `enabled: false` is refused. */
-  autoResume: z.looseObject({ enabled: z.boolean().optional() }).optional(),
+  autoResume: z.optional(z.looseObject({ enabled: z.optional(z.boolean()) })),
 });
 export type NewSandbox = z.infer<typeof newSandboxSchema>;
 
@@ -51,48 +47,44 @@ export function refusedCreateOptions(body: Record<string, unknown>): string[] {
 }
 
 export const connectSandboxSchema = z.looseObject({
-  timeout: z
-    .int()
-    .min(1)
-    .max(30 * 24 * 3600)
-    .optional(),
+  timeout: z.optional(z.int().check(z.gte(1), z.lte(30 * 24 * 3600))),
 });
 export const setTimeoutSchema = z.looseObject({
-  timeout: z
-    .int()
-    .min(0)
-    .max(30 * 24 * 3600),
+  timeout: z.int().check(z.gte(0), z.lte(30 * 24 * 3600)),
 });
 
 export const listQuerySchema = z.looseObject({
-  state: z.string().optional(),
-  metadata: z.string().optional(),
-  limit: z.coerce.number().int().min(1).max(100).optional(),
-  nextToken: z.string().max(512).optional(),
+  state: z.optional(z.string()),
+  metadata: z.optional(z.string()),
+  limit: z.optional(z.coerce.number().check(z.int(), z.gte(1), z.lte(100))),
+  nextToken: z.optional(z.string().check(z.maxLength(512))),
 });
 
 /** process.Process/Start's request (proto3 JSON). */
 export const processStartSchema = z.looseObject({
   process: z.looseObject({
-    cmd: z.string().min(1),
-    args: z.array(z.string()).default([]),
-    envs: z.record(z.string(), z.string()).default({}),
-    cwd: z.string().optional(),
+    cmd: z.string().check(z.minLength(1)),
+    args: z._default(z.array(z.string()), []),
+    envs: z._default(z.record(z.string(), z.string()), {}),
+    cwd: z.optional(z.string()),
   }),
-  pty: z.unknown().optional(),
-  tag: z.string().optional(),
-  stdin: z.boolean().optional(),
+  pty: z.optional(z.unknown()),
+  tag: z.optional(z.string()),
+  stdin: z.optional(z.boolean()),
 });
 
-export const pathRequestSchema = z.looseObject({ path: z.string().min(1) });
+export const pathRequestSchema = z.looseObject({ path: z.string().check(z.minLength(1)) });
 export const listDirSchema = z.looseObject({
-  path: z.string().min(1),
-  depth: z.int().min(0).max(16).optional(),
+  path: z.string().check(z.minLength(1)),
+  depth: z.optional(z.int().check(z.gte(0), z.lte(16))),
 });
-export const moveSchema = z.looseObject({ source: z.string().min(1), destination: z.string().min(1) });
+export const moveSchema = z.looseObject({
+  source: z.string().check(z.minLength(1)),
+  destination: z.string().check(z.minLength(1)),
+});
 
 /** process.Process/SendSignal: the process by pid (a tag selector is not offered), the signal by name or number. */
 export const sendSignalSchema = z.looseObject({
-  process: z.looseObject({ pid: z.int().min(0) }),
+  process: z.looseObject({ pid: z.int().check(z.gte(0)) }),
   signal: z.union([z.string(), z.int()]),
 });

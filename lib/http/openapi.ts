@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import { errorEnvelopeSchema } from '../schemas/common.ts';
+import * as z from '../zod.ts';
 import { documentedStatuses } from './documented-statuses.ts';
 import type { RouteDefinition } from './types.ts';
 
@@ -21,12 +21,12 @@ const statusDescriptions: Record<number, string> = {
 type JsonSchema = Record<string, unknown>;
 
 /** JSON Schema of a zod schema as OpenAPI 3.1 embeds it (no $schema of its own). */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+function jsonSchema(schema: z.ZodMiniType, io: 'input' | 'output'): JsonSchema {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
   return rest;
 }
 
-function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): JsonSchema[] {
+function parameters(schema: z.ZodMiniType | undefined, where: 'path' | 'query'): JsonSchema[] {
   if (schema === undefined) return [];
   const object = jsonSchema(schema, 'input');
   const properties = (object.properties ?? {}) as Record<string, JsonSchema>;

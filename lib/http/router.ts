@@ -1,9 +1,9 @@
-import type * as z from 'zod';
 import { describeIssues, formatIssues } from '../config.ts';
 import { ApiError, errors, isApiError, toErrorResponse } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import { withReadAlong } from '../store/request-reads.ts';
 import type { Authenticator, Principal } from '../tenancy/auth.ts';
+import type * as z from '../zod.ts';
 import { documentedStatuses } from './documented-statuses.ts';
 import type { HttpRequest, HttpResponse, RouteDefinition } from './types.ts';
 
@@ -190,12 +190,12 @@ export function parseJsonBody(request: HttpRequest): unknown {
   }
 }
 
-function validate<T extends z.ZodType | undefined>(
+function validate<T extends z.ZodMiniType | undefined>(
   where: 'path' | 'query' | 'body',
   schema: T,
   input: unknown,
-): T extends z.ZodType ? z.infer<T> : undefined {
-  if (schema === undefined) return undefined as T extends z.ZodType ? z.infer<T> : undefined;
+): T extends z.ZodMiniType ? z.infer<T> : undefined {
+  if (schema === undefined) return undefined as T extends z.ZodMiniType ? z.infer<T> : undefined;
   const result = schema.safeParse(input);
   if (!result.success) {
     const issues = result.error.issues;
@@ -204,7 +204,7 @@ function validate<T extends z.ZodType | undefined>(
       issues: describeIssues(issues),
     });
   }
-  return result.data as T extends z.ZodType ? z.infer<T> : undefined;
+  return result.data as T extends z.ZodMiniType ? z.infer<T> : undefined;
 }
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {

@@ -1,6 +1,6 @@
-import type * as z from 'zod';
 import type { StreamWrite } from '../sandboxes/exec-stream.ts';
 import type { OrgPrincipal, Principal, WantedAlong } from '../tenancy/auth.ts';
+import type * as z from '../zod.ts';
 
 /** A transport-neutral request: built from an API Gateway event in Lambda and locally alike. */
 export interface HttpRequest {
@@ -61,9 +61,9 @@ export interface RouteResult {
  * OpenAPI document is generated from.
  */
 export interface RouteDefinition<
-  P extends z.ZodType = z.ZodType,
-  Q extends z.ZodType = z.ZodType,
-  B extends z.ZodType = z.ZodType,
+  P extends z.ZodMiniType = z.ZodMiniType,
+  Q extends z.ZodMiniType = z.ZodMiniType,
+  B extends z.ZodMiniType = z.ZodMiniType,
   A extends AuthRequirement = AuthRequirement,
 > {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -80,7 +80,7 @@ export interface RouteDefinition<
   rawBody?: { maxBytes: number; mediaType?: string };
   /** The media types of the answers a `null` response schema stands for (default: file bytes). */
   rawResponse?: { mediaTypes: string[]; description: string };
-  responses: Record<number, z.ZodType | null>;
+  responses: Record<number, z.ZodMiniType | null>;
   /**
    * Admin routes: `org` where an organization's administrator (an admin-role key) may call it for its own
    * org (the handler or the router checks which org); otherwise the route is the operator's alone.
@@ -124,9 +124,9 @@ export interface RouteTool {
 
 /** Keeps each route's handler typed against its own schemas and caller while the table holds them all. */
 export function route<
-  P extends z.ZodType,
-  Q extends z.ZodType,
-  B extends z.ZodType,
+  P extends z.ZodMiniType,
+  Q extends z.ZodMiniType,
+  B extends z.ZodMiniType,
   A extends AuthRequirement,
 >(definition: RouteDefinition<P, Q, B, A>): RouteDefinition {
   return definition as unknown as RouteDefinition;

@@ -1,8 +1,8 @@
-import * as z from 'zod';
 import { errors } from '../errors.ts';
 import { errorSchema } from '../http/route-params.ts';
 import type { RouteDeps } from '../http/routes/deps.ts';
 import { type RouteDefinition, route } from '../http/types.ts';
+import * as z from '../zod.ts';
 import { maxUnreadMcpBytes, UnreadBound } from './unread-bound.ts';
 
 /** JSON-RPC messages of one MCP request: a file written through write_file travels base64 inside one. */

@@ -1,7 +1,6 @@
 import { McpServer, type ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import * as z from 'zod';
 import { ApiError, isErrorCode, toErrorResponse } from '../errors.ts';
 import type { HttpRequest, RouteDefinition, RouteResult, RouteTool } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
@@ -10,6 +9,7 @@ import { untilSettled } from '../sandboxes/until-settled.ts';
 import { ExecStreamLineReader } from '../schemas/exec-stream-lines.ts';
 import type { ExecResult } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import * as z from '../zod.ts';
 import type { UnreadBound } from './unread-bound.ts';
 
 /** What the tools act through: the REST routes that declare a tool, called as the same caller. */
@@ -37,7 +37,7 @@ const settleWaitSeconds = 120;
 
 /** A tool's input and how it splits into the route's parts. */
 interface ToolInput {
-  schema: z.ZodObject;
+  schema: z.ZodMiniObject;
   paramKeys: readonly string[];
   queryKeys: readonly string[];
   bodyKeys: readonly string[];
@@ -45,13 +45,15 @@ interface ToolInput {
 
 /** The fields of a raw-body route's tool: the bytes as text or base64, exactly one of them. */
 const rawBodyShape = {
-  content: z.string().optional().describe('The content as UTF-8 text'),
-  contentBase64: z.base64().optional().describe('The content as base64 (for bytes)'),
+  content: z.optional(z.string()).check(z.describe('The content as UTF-8 text')),
+  contentBase64: z.optional(z.base64()).check(z.describe('The content as base64 (for bytes)')),
 };
 /** What a waiting tool needs of its route's answer: the sandbox's id. */
 const answeredSandbox = z.object({ id: z.string() });
 const waitShape = {
-  wait: z.boolean().default(true).describe('Wait until the sandbox has settled (running or failed)'),
+  wait: z
+    ._default(z.boolean(), true)
+    .check(z.describe('Wait until the sandbox has settled (running or failed)')),
 };
 
 /**
@@ -60,26 +62,28 @@ const waitShape = {
  * content fields, and `wait` for a waiting tool.
  */
 function toolInput(route: RouteDefinition, tool: RouteTool): ToolInput {
-  const shapeOf = (schema: z.ZodType | undefined): z.ZodRawShape =>
-    schema instanceof z.ZodObject ? schema.shape : {};
+  const shapeOf = (schema: z.ZodMiniType | undefined): z.core.$ZodShape =>
+    schema instanceof z.ZodMiniObject ? schema.shape : {};
   const params = shapeOf(route.params);
   const query = route.streamResponse === undefined ? shapeOf(route.query) : {};
   const body = shapeOf(route.body);
-  if (route.body !== undefined && !(route.body instanceof z.ZodObject)) {
+  if (route.body !== undefined && !(route.body instanceof z.ZodMiniObject)) {
     throw new Error(`${route.method} ${route.path}: a tool's route takes an object body`);
   }
-  const base = route.body instanceof z.ZodObject ? route.body : z.strictObject({});
-  let schema: z.ZodObject = base.safeExtend({
+  const base = route.body instanceof z.ZodMiniObject ? route.body : z.strictObject({});
+  let schema: z.ZodMiniObject = z.safeExtend(base, {
     ...params,
     ...query,
     ...(route.rawBody !== undefined && rawBodyShape),
     ...(tool.waits === true && waitShape),
   });
   if (route.rawBody !== undefined) {
-    schema = schema.refine(
-      (input: Record<string, unknown>) =>
-        (input.content === undefined) !== (input.contentBase64 === undefined),
-      { message: 'send exactly one of content or contentBase64', path: ['content'] },
+    schema = schema.check(
+      z.refine(
+        (input: Record<string, unknown>) =>
+          (input.content === undefined) !== (input.contentBase64 === undefined),
+        { message: 'send exactly one of content or contentBase64', path: ['content'] },
+      ),
     );
   }
   return {
@@ -115,7 +119,7 @@ export function createMcpServer(deps: McpToolDeps): McpServer {
     server.registerTool(
       tool.name,
       { description: tool.description, inputSchema: input.schema },
-      handle as unknown as ToolCallback<z.ZodObject>,
+      handle as unknown as ToolCallback<z.ZodMiniObject>,
     );
   }
   return server;

@@ -1,59 +1,64 @@
-import * as z from 'zod';
 import { poolPricesSchema } from '../budgets/prices.ts';
 import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
 import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
+import * as z from '../zod.ts';
 
 /**
  * POST /v1/admin/pools: the same fields as a pool in the config file. The adapter kind is checked by the
  * registry so that a kind this build lacks is a 400 naming it, like any other bad field.
  */
-export const createPoolSchema = poolConfigSchema.extend({ adapter: z.string().min(1).max(63) });
+export const createPoolSchema = z.extend(poolConfigSchema, {
+  adapter: z.string().check(z.minLength(1), z.maxLength(63)),
+});
 
 /** PATCH /v1/admin/pools/{name}: any field but the name and the adapter kind; `null` clears an optional one. */
 export const updatePoolSchema = z
   .strictObject({
-    trust: z.enum(['private', 'external']).optional(),
-    region: z.string().min(1).max(63).nullable().optional(),
-    maxConcurrency: z.int().min(0).optional(),
-    costModel: z
-      .strictObject({ cpuHour: z.number().min(0), memoryGiBHour: z.number().min(0) })
-      .nullable()
-      .optional(),
-    prices: poolPricesSchema.nullable().optional(),
-    config: z.record(z.string(), z.unknown()).optional(),
-    credentials: credentialRefSchema.nullable().optional(),
-    features: z.array(z.string().min(1).max(64)).nullable().optional(),
+    trust: z.optional(z.enum(['private', 'external'])),
+    region: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(63)))),
+    maxConcurrency: z.optional(z.int().check(z.gte(0))),
+    costModel: z.optional(
+      z.nullable(
+        z.strictObject({ cpuHour: z.number().check(z.gte(0)), memoryGiBHour: z.number().check(z.gte(0)) }),
+      ),
+    ),
+    prices: z.optional(z.nullable(poolPricesSchema)),
+    config: z.optional(z.record(z.string(), z.unknown())),
+    credentials: z.optional(z.nullable(credentialRefSchema)),
+    features: z.optional(z.nullable(z.array(z.string().check(z.minLength(1), z.maxLength(64))))),
   })
-  .refine((patch) => Object.keys(patch).length > 0, { message: 'name at least one field to change' });
+  .check(
+    z.refine((patch) => Object.keys(patch).length > 0, { message: 'name at least one field to change' }),
+  );
 
 export const poolParams = z.strictObject({
-  name: z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'a pool name'),
+  name: z.string().check(z.regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'a pool name')),
 });
 
-export const poolHealthSchema = z.object({ healthy: z.boolean(), reason: z.string().nullable() });
+export const poolHealthSchema = z.object({ healthy: z.boolean(), reason: z.nullable(z.string()) });
 
 /** A pool as the admin API shows it: its settings, where it is defined, and what pool-refresh last saw. */
 export const poolSchema = z.object({
   name: z.string(),
   adapter: z.string(),
   trust: z.enum(['private', 'external']),
-  region: z.string().optional(),
+  region: z.optional(z.string()),
   maxConcurrency: z.int(),
-  costModel: z.object({ cpuHour: z.number(), memoryGiBHour: z.number() }).optional(),
+  costModel: z.optional(z.object({ cpuHour: z.number(), memoryGiBHour: z.number() })),
   /** What its sandboxes cost against budgets: zero where the pool names no prices. */
   prices: poolPricesSchema,
   config: z.record(z.string(), z.unknown()),
   /** The reference (an environment variable or a secret ARN), never the value. */
-  credentials: credentialRefSchema.optional(),
+  credentials: z.optional(credentialRefSchema),
   /** Effective features: the declared ones minus those whose interface the adapter lacks. */
   features: z.array(z.string()),
   source: z.enum(['config', 'api']),
   health: poolHealthSchema,
-  capabilities: capabilitiesSchema.nullable(),
-  capacity: capacitySchema.nullable(),
+  capabilities: z.nullable(capabilitiesSchema),
+  capacity: z.nullable(capacitySchema),
   /** Slots taken by provisioning, running, paused and stopped sandboxes. */
   active: z.int(),
-  refreshedAt: z.string().nullable(),
+  refreshedAt: z.nullable(z.string()),
 });
 export type PoolDetail = z.infer<typeof poolSchema>;
 
@@ -71,7 +76,7 @@ export const trustPoolSchema = z.object({
   name: z.string(),
   adapter: z.string(),
   trust: z.enum(['private', 'external']),
-  region: z.string().nullable(),
+  region: z.nullable(z.string()),
   /** The isolation the adapter declares (or, with no adapter, unknown). */
   isolation: z.string(),
   /** Whether anything checks the isolation claim; most backends' is reported, not verified. */
@@ -92,13 +97,13 @@ export const trustReportSchema = z.object({
   externalPoolsInUse: z.array(z.string()),
   classifications: z.record(
     z.string(),
-    z.object({ allowExternal: z.boolean(), description: z.string().optional() }),
+    z.object({ allowExternal: z.boolean(), description: z.optional(z.string()) }),
   ),
   generatedAt: z.string(),
 });
 
 export const templateViewSchema = z.object({
   name: z.string(),
-  description: z.string().optional(),
-  image: z.string().optional(),
+  description: z.optional(z.string()),
+  image: z.optional(z.string()),
 });

@@ -1,10 +1,10 @@
-import type * as z from 'zod';
 import { freePrices } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { errors } from '../errors.ts';
 import type { PoolStore } from '../store/pools/port.ts';
 import type { PlacementPolicy, PoolRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type * as z from '../zod.ts';
 import type { createPoolSchema, PoolDetail, updatePoolSchema } from './admin-schemas.ts';
 import type { Pool, PoolRegistry, PoolSpec } from './registry.ts';
 

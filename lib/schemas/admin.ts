@@ -1,8 +1,8 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 export const poolReconcileReportSchema = z.object({
   pool: z.string(),
-  skipped: z.string().optional(),
+  skipped: z.optional(z.string()),
   listed: z.int(),
   orphansDeleted: z.int(),
   duplicatesDeleted: z.int(),

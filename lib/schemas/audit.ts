@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import { idPattern } from '../ids.ts';
+import * as z from '../zod.ts';
 
 export const auditEventSchema = z.object({
   orgId: z.string(),
@@ -14,12 +14,12 @@ export const auditEventSchema = z.object({
 });
 
 export const auditVerifyQuerySchema = z.strictObject({
-  orgId: z.string().regex(idPattern('org'), 'an org id (org_...)').optional(),
+  orgId: z.optional(z.string().check(z.regex(idPattern('org'), 'an org id (org_...)'))),
 });
 
 export const auditVerificationSchema = z.object({
   ok: z.boolean(),
   checked: z.int(),
-  orgId: z.string().optional(),
-  firstBroken: z.object({ seq: z.int(), reason: z.string() }).optional(),
+  orgId: z.optional(z.string()),
+  firstBroken: z.optional(z.object({ seq: z.int(), reason: z.string() })),
 });

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 /** Labels tenants may set; the `differently.dev/` prefix is reserved for the control plane's own stamps. */
 export const reservedLabelPrefix = 'differently.dev/';
@@ -20,63 +20,71 @@ export const labelsSchema = z
   .record(
     z
       .string()
-      .min(1)
-      .max(63)
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'label keys are letters, digits and . _ / -'),
-    z.string().max(255),
+      .check(
+        z.minLength(1),
+        z.maxLength(63),
+        z.regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'label keys are letters, digits and . _ / -'),
+      ),
+    z.string().check(z.maxLength(255)),
   )
-  .superRefine((labels, ctx) => {
-    if (Object.keys(labels).length > recordLimits.maxLabels) {
-      ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxLabels} labels` });
-    }
-    for (const key of Object.keys(labels)) {
-      if (key.toLowerCase().startsWith(reservedLabelPrefix)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message: `labels under the ${reservedLabelPrefix} prefix are set by Differently, not by tenants`,
-        });
+  .check(
+    z.superRefine((labels, ctx) => {
+      if (Object.keys(labels).length > recordLimits.maxLabels) {
+        ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxLabels} labels` });
       }
-    }
-  });
+      for (const key of Object.keys(labels)) {
+        if (key.toLowerCase().startsWith(reservedLabelPrefix)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `labels under the ${reservedLabelPrefix} prefix are set by Differently, not by tenants`,
+          });
+        }
+      }
+    }),
+  );
 
 export const envSchema = z
   .record(
     z
       .string()
-      .max(recordLimits.maxEnvNameLength)
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'),
+      .check(
+        z.maxLength(recordLimits.maxEnvNameLength),
+        z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'),
+      ),
     // NUL ends a C string: the value a command received would not be the one sent (and a jail's options
     // travel NUL-separated).
-    z
-      .string()
-      .max(32 * 1024)
-      .refine((value) => !value.includes('\0'), 'environment variable values cannot contain NUL bytes'),
+    z.string().check(
+      z.maxLength(32 * 1024),
+      z.refine((value) => !value.includes('\0'), 'environment variable values cannot contain NUL bytes'),
+    ),
   )
-  .superRefine((env, ctx) => {
-    const entries = Object.entries(env);
-    if (entries.length > recordLimits.maxEnvVars) {
-      ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxEnvVars} environment variables` });
-    }
-    const bytes = entries.reduce(
-      (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
-      0,
-    );
-    if (bytes > recordLimits.maxEnvBytes) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `environment variables may hold at most ${recordLimits.maxEnvBytes} bytes in all (${bytes} sent)`,
-      });
-    }
-  });
+  .check(
+    z.superRefine((env, ctx) => {
+      const entries = Object.entries(env);
+      if (entries.length > recordLimits.maxEnvVars) {
+        ctx.addIssue({ code: 'custom', message: `at most ${recordLimits.maxEnvVars} environment variables` });
+      }
+      const bytes = entries.reduce(
+        (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+        0,
+      );
+      if (bytes > recordLimits.maxEnvBytes) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `environment variables may hold at most ${recordLimits.maxEnvBytes} bytes in all (${bytes} sent)`,
+        });
+      }
+    }),
+  );
 
 export const listQuerySchema = z.strictObject({
-  cursor: z.string().max(512).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.optional(z.string().check(z.maxLength(512))),
+  limit: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(100)), 50),
 });
 
-export function pageOf<T extends z.ZodType>(item: T) {
-  return z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+export function pageOf<T extends z.ZodMiniType>(item: T) {
+  return z.object({ items: z.array(item), nextCursor: z.nullable(z.string()) });
 }
 
 /**
@@ -88,7 +96,7 @@ export const errorEnvelopeSchema = z.object({
   error: z.object({
     code: z.string(),
     message: z.string(),
-    details: z.record(z.string(), z.unknown()).default({}),
+    details: z._default(z.record(z.string(), z.unknown()), {}),
   }),
 });
 export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;

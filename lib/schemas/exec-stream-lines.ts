@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 
 /**
  * One line of a streamed exec (NDJSON): output as produced, then exactly one `{exitCode}` or `{error}`.

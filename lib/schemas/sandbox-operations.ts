@@ -1,19 +1,19 @@
-import * as z from 'zod';
 import { idPattern } from '../ids.ts';
+import * as z from '../zod.ts';
 
-export const pathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
+export const pathQuerySchema = z.strictObject({ path: z.string().check(z.minLength(1), z.maxLength(4096)) });
 
 export const fileInfoSchema = z.object({
   name: z.string(),
   path: z.string(),
   isDir: z.boolean(),
   size: z.number(),
-  modifiedAt: z.string().optional(),
+  modifiedAt: z.optional(z.string()),
 });
 
 export const fileListSchema = z.object({ items: z.array(fileInfoSchema) });
 
-export const snapshotRequestSchema = z.strictObject({ kind: z.enum(['disk', 'memory']).default('disk') });
+export const snapshotRequestSchema = z.strictObject({ kind: z._default(z.enum(['disk', 'memory']), 'disk') });
 
 /** creating (the operations worker takes it on the backend), then ready, or failed with the reason. */
 export const snapshotStatuses = ['creating', 'ready', 'failed'] as const;
@@ -21,13 +21,13 @@ export const snapshotStatuses = ['creating', 'ready', 'failed'] as const;
 export const snapshotSchema = z.object({
   id: z.string(),
   orgId: z.string(),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   sandboxId: z.string(),
   pool: z.string(),
   kind: z.enum(['disk', 'memory']),
   sizeBytes: z.number(),
   status: z.enum(snapshotStatuses),
-  statusMessage: z.string().nullable(),
+  statusMessage: z.nullable(z.string()),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -46,23 +46,23 @@ export const sandboxOperationSchema = z.object({
   action: z.enum(lifecycleActions),
   state: z.enum(['pending', 'succeeded', 'failed']),
   requestedAt: z.string(),
-  settledAt: z.string().nullable(),
-  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  settledAt: z.nullable(z.string()),
+  error: z.nullable(z.object({ code: z.string(), message: z.string() })),
   /** Who asked: a caller (`user`), or the idle policy (`idle`). Older records have none: a caller. */
-  cause: z.enum(['user', 'idle']).default('user'),
+  cause: z._default(z.enum(['user', 'idle']), 'user'),
 });
 export type SandboxOperation = z.infer<typeof sandboxOperationSchema>;
 
 export const snapshotParams = z.strictObject({
-  id: z.string().regex(idPattern('snapshot'), 'a snapshot id (snp_...)'),
+  id: z.string().check(z.regex(idPattern('snapshot'), 'a snapshot id (snp_...)')),
 });
 
 export const snapshotDeletedSchema = z.object({
   id: z.string(),
   deleted: z.literal(true),
   backendDeleted: z.boolean(),
-  note: z.string().optional(),
+  note: z.optional(z.string()),
 });
 
-export const portRequestSchema = z.strictObject({ port: z.int().min(1).max(65535) });
+export const portRequestSchema = z.strictObject({ port: z.int().check(z.gte(1), z.lte(65535)) });
 export const portSchema = z.object({ url: z.string() });

@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from '../zod.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import { sandboxOperationSchema } from './sandbox-operations.ts';
 import { sandboxStatuses, waitReasons } from './sandbox-status.ts';
@@ -9,29 +9,25 @@ export const cpuStep = 0.25;
 const resourceFields = {
   cpu: z
     .number()
-    .min(cpuStep, { error: `cpu must be at least ${cpuStep}` })
-    .max(256)
-    .multipleOf(cpuStep, { error: `cpu comes in steps of ${cpuStep}` }),
-  memoryMiB: z
-    .int()
-    .min(128)
-    .max(1024 * 1024),
-  diskGiB: z
-    .int()
-    .min(1)
-    .max(16 * 1024),
+    .check(
+      z.gte(cpuStep, { error: `cpu must be at least ${cpuStep}` }),
+      z.lte(256),
+      z.multipleOf(cpuStep, { error: `cpu comes in steps of ${cpuStep}` }),
+    ),
+  memoryMiB: z.int().check(z.gte(128), z.lte(1024 * 1024)),
+  diskGiB: z.int().check(z.gte(1), z.lte(16 * 1024)),
 };
 
 export const resourcesSchema = z.strictObject({
-  cpu: resourceFields.cpu.default(1),
-  memoryMiB: resourceFields.memoryMiB.default(1024),
-  diskGiB: resourceFields.diskGiB.default(10),
+  cpu: z._default(resourceFields.cpu, 1),
+  memoryMiB: z._default(resourceFields.memoryMiB, 1024),
+  diskGiB: z._default(resourceFields.diskGiB, 10),
 });
 /** Resources as a request states them: what it leaves out comes from its profile, then the defaults. */
 export const requestedResourcesSchema = z.strictObject({
-  cpu: resourceFields.cpu.optional(),
-  memoryMiB: resourceFields.memoryMiB.optional(),
-  diskGiB: resourceFields.diskGiB.optional(),
+  cpu: z.optional(resourceFields.cpu),
+  memoryMiB: z.optional(resourceFields.memoryMiB),
+  diskGiB: z.optional(resourceFields.diskGiB),
 });
 export type Resources = z.infer<typeof resourcesSchema>;
 
@@ -39,8 +35,8 @@ export const maxTtlSeconds = 30 * 24 * 3600;
 export const defaultTtlSeconds = 3600;
 
 export const placementRequestSchema = z.strictObject({
-  allowedPools: z.array(z.string().min(1).max(63)).max(32).optional(),
-  regions: z.array(z.string().min(1).max(63)).max(32).optional(),
+  allowedPools: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.maxLength(32))),
+  regions: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.maxLength(32))),
 });
 
 /**
@@ -48,71 +44,64 @@ export const placementRequestSchema = z.strictObject({
  * stops it: `action`, or where its pool cannot pause); the next exec or file call resumes it first.
  */
 export const idlePolicySchema = z.strictObject({
-  afterSeconds: z
-    .int()
-    .min(1)
-    .max(7 * 24 * 3600),
+  afterSeconds: z.int().check(z.gte(1), z.lte(7 * 24 * 3600)),
   /** Absent: pause where the pool can, stop where it cannot. */
-  action: z.enum(['pause', 'stop']).optional(),
+  action: z.optional(z.enum(['pause', 'stop'])),
 });
 export type IdlePolicy = z.infer<typeof idlePolicySchema>;
 
 /** A sandbox's idle policy as kept and shown: `idledAt` is set while it is paused or stopped for idleness. */
 export const sandboxIdleSchema = z.object({
   afterSeconds: z.int(),
-  action: z.enum(['pause', 'stop']).nullable(),
-  idledAt: z.string().nullable(),
+  action: z.nullable(z.enum(['pause', 'stop'])),
+  idledAt: z.nullable(z.string()),
   /** When its current stretch of running began: the idle checks of an earlier stretch are void. */
-  runningSince: z.string().nullable().default(null),
+  runningSince: z._default(z.nullable(z.string()), null),
   /**
    * Who pauses or stops it: the backend's own idle timer (Daytona auto-stop, Lambda MicroVMs' idle
    * policy), followed by the control plane, or the control plane's checks.
    */
-  enforcedBy: z.enum(['control-plane', 'backend']).default('control-plane'),
+  enforcedBy: z._default(z.enum(['control-plane', 'backend']), 'control-plane'),
 });
 export type SandboxIdle = z.infer<typeof sandboxIdleSchema>;
 
 export const createSandboxSchema = z.strictObject({
-  template: z.string().min(1).max(512).optional(),
-  resources: requestedResourcesSchema.optional(),
-  env: envSchema.optional(),
-  labels: labelsSchema.optional(),
-  capabilities: z.array(z.string().min(1).max(64)).max(32).optional(),
-  profile: z.string().min(1).max(63).optional(),
-  classification: z.string().min(1).max(63).optional(),
-  placement: placementRequestSchema.optional(),
-  ttlSeconds: z.int().min(60).max(maxTtlSeconds).optional(),
-  fromSnapshot: z.string().min(1).max(64).optional(),
-  projectId: z.string().min(1).max(64).optional(),
-  queueTimeoutSeconds: z
-    .int()
-    .min(1)
-    .max(24 * 3600)
-    .optional(),
+  template: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
+  resources: z.optional(requestedResourcesSchema),
+  env: z.optional(envSchema),
+  labels: z.optional(labelsSchema),
+  capabilities: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(64))).check(z.maxLength(32))),
+  profile: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
+  classification: z.optional(z.string().check(z.minLength(1), z.maxLength(63))),
+  placement: z.optional(placementRequestSchema),
+  ttlSeconds: z.optional(z.int().check(z.gte(60), z.lte(maxTtlSeconds))),
+  fromSnapshot: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+  projectId: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+  queueTimeoutSeconds: z.optional(z.int().check(z.gte(1), z.lte(24 * 3600))),
   /** Overrides the template's and the org's default idle policy; null: none for this sandbox. */
-  idle: idlePolicySchema.nullable().optional(),
+  idle: z.optional(z.nullable(idlePolicySchema)),
 });
 export type CreateSandboxRequest = z.infer<typeof createSandboxSchema>;
 
 export const rejectedPoolSchema = z.object({ pool: z.string(), reason: z.string() });
 
 export const placementDecisionSchema = z.object({
-  pool: z.string().nullable(),
+  pool: z.nullable(z.string()),
   rejected: z.array(rejectedPoolSchema),
-  decidedAt: z.string().nullable(),
+  decidedAt: z.nullable(z.string()),
 });
 
 /** The public view of a sandbox. Env values are never echoed; only their names are. */
 export const sandboxSchema = z.object({
   id: z.string(),
   orgId: z.string(),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   status: z.enum(sandboxStatuses),
-  statusMessage: z.string().nullable(),
+  statusMessage: z.nullable(z.string()),
   /** Why a queued sandbox waits: pool, quota, capacity or snapshot (statusMessage says it in words). */
-  waitingFor: z.enum(waitReasons).nullable(),
-  pool: z.string().nullable(),
-  template: z.string().nullable(),
+  waitingFor: z.nullable(z.enum(waitReasons)),
+  pool: z.nullable(z.string()),
+  template: z.nullable(z.string()),
   resources: resourcesSchema,
   labels: z.record(z.string(), z.string()),
   capabilities: z.array(z.string()),
@@ -122,24 +111,26 @@ export const sandboxSchema = z.object({
   placement: placementDecisionSchema,
   createdAt: z.string(),
   updatedAt: z.string(),
-  expiresAt: z.string().nullable(),
+  expiresAt: z.nullable(z.string()),
   /** The last stop, start, pause or resume and how it ended (null before the first). */
-  operation: sandboxOperationSchema.nullable(),
+  operation: z.nullable(sandboxOperationSchema),
   /** Its idle policy (null: none); `idledAt` while it is paused or stopped for idleness. */
-  idle: sandboxIdleSchema.nullable(),
+  idle: z.nullable(sandboxIdleSchema),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 
 export const updateSandboxSchema = z
   .strictObject({
     /** Resets expiresAt to now + ttlSeconds (running, stopped and paused sandboxes). */
-    ttlSeconds: z.int().min(60).max(maxTtlSeconds).optional(),
+    ttlSeconds: z.optional(z.int().check(z.gte(60), z.lte(maxTtlSeconds))),
     /** Replaces the tenant's labels. */
-    labels: labelsSchema.optional(),
+    labels: z.optional(labelsSchema),
   })
-  .refine((body) => body.ttlSeconds !== undefined || body.labels !== undefined, {
-    message: 'send ttlSeconds, labels, or both',
-  });
+  .check(
+    z.refine((body) => body.ttlSeconds !== undefined || body.labels !== undefined, {
+      message: 'send ttlSeconds, labels, or both',
+    }),
+  );
 
 /** What happened to the provider-side lifetime when the TTL changed. */
 export const backstopSchema = z.object({
@@ -147,39 +138,32 @@ export const backstopSchema = z.object({
   note: z.string(),
 });
 
-export const updatedSandboxSchema = sandboxSchema.extend({ providerTtl: backstopSchema.optional() });
+export const updatedSandboxSchema = z.extend(sandboxSchema, { providerTtl: z.optional(backstopSchema) });
 
-export const sandboxListQuerySchema = listQuerySchema.extend({
-  status: z.enum(sandboxStatuses).optional(),
-  projectId: z.string().max(64).optional(),
+export const sandboxListQuerySchema = z.extend(listQuerySchema, {
+  status: z.optional(z.enum(sandboxStatuses)),
+  projectId: z.optional(z.string().check(z.maxLength(64))),
   /** `key=value`, repeated by comma: `team=a,tier=gold`. */
-  label: z.string().max(1024).optional(),
+  label: z.optional(z.string().check(z.maxLength(1024))),
 });
 
 export const execRequestSchema = z
   .strictObject({
-    command: z
-      .string()
-      .min(1)
-      .max(128 * 1024)
-      .optional(),
-    args: z
-      .array(z.string().max(128 * 1024))
-      .min(1)
-      .max(1024)
-      .optional(),
-    env: envSchema.optional(),
-    cwd: z.string().min(1).max(4096).optional(),
-    stdin: z
-      .string()
-      .max(1024 * 1024)
-      .optional(),
-    timeoutSeconds: z.int().min(1).max(7200).optional(),
+    command: z.optional(z.string().check(z.minLength(1), z.maxLength(128 * 1024))),
+    args: z.optional(
+      z.array(z.string().check(z.maxLength(128 * 1024))).check(z.minLength(1), z.maxLength(1024)),
+    ),
+    env: z.optional(envSchema),
+    cwd: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
+    stdin: z.optional(z.string().check(z.maxLength(1024 * 1024))),
+    timeoutSeconds: z.optional(z.int().check(z.gte(1), z.lte(7200))),
   })
-  .refine((req) => (req.command === undefined) !== (req.args === undefined), {
-    message: 'send exactly one of command (run by /bin/sh -c) or args (run directly)',
-    path: ['command'],
-  });
+  .check(
+    z.refine((req) => (req.command === undefined) !== (req.args === undefined), {
+      message: 'send exactly one of command (run by /bin/sh -c) or args (run directly)',
+      path: ['command'],
+    }),
+  );
 export type ExecRequest = z.infer<typeof execRequestSchema>;
 
 export const execResultSchema = z.object({

@@ -1,16 +1,16 @@
-import * as z from 'zod';
 import { idPattern } from '../ids.ts';
+import * as z from '../zod.ts';
 import { cpuStep, idlePolicySchema } from './sandboxes.ts';
 
 /** The budget view of GET /v1/usage and the admin views, in currency units. */
 export const budgetViewSchema = z.object({
   month: z.string(),
   /** Null: no budget, nothing is refused for cost. */
-  monthly: z.number().nullable(),
+  monthly: z.nullable(z.number()),
   spent: z.number(),
   reserved: z.number(),
   /** Null without a budget; never below zero. */
-  left: z.number().nullable(),
+  left: z.nullable(z.number()),
 });
 export type BudgetView = z.infer<typeof budgetViewSchema>;
 
@@ -19,39 +19,41 @@ const quotaFields = {
   // DynamoDB's numbers (which refuse magnitudes below 1e-130, so a tiny one was a 500, not a 400).
   maxCPU: z
     .number()
-    .min(cpuStep, { error: `maxCPU must be at least ${cpuStep}` })
-    .max(1_000_000)
-    .multipleOf(cpuStep, { error: `maxCPU comes in steps of ${cpuStep}` }),
-  maxMemoryMiB: z.int().positive(),
-  maxDiskGiB: z.int().positive(),
-  maxSandboxes: z.int().positive(),
-  maxSnapshots: z.int().min(0),
+    .check(
+      z.gte(cpuStep, { error: `maxCPU must be at least ${cpuStep}` }),
+      z.lte(1_000_000),
+      z.multipleOf(cpuStep, { error: `maxCPU comes in steps of ${cpuStep}` }),
+    ),
+  maxMemoryMiB: z.int().check(z.positive()),
+  maxDiskGiB: z.int().check(z.positive()),
+  maxSandboxes: z.int().check(z.positive()),
+  maxSnapshots: z.int().check(z.gte(0)),
   /** Sandboxes an org may have waiting (queued or provisioning) at once; more are refused with 429. */
-  maxQueued: z.int().min(1).max(100_000),
+  maxQueued: z.int().check(z.gte(1), z.lte(100_000)),
 };
 
 export const quotaSchema = z.strictObject({
-  maxCPU: quotaFields.maxCPU.default(64),
-  maxMemoryMiB: quotaFields.maxMemoryMiB.default(128 * 1024),
-  maxDiskGiB: quotaFields.maxDiskGiB.default(2048),
-  maxSandboxes: quotaFields.maxSandboxes.default(100),
-  maxSnapshots: quotaFields.maxSnapshots.default(100),
-  maxQueued: quotaFields.maxQueued.default(100),
+  maxCPU: z._default(quotaFields.maxCPU, 64),
+  maxMemoryMiB: z._default(quotaFields.maxMemoryMiB, 128 * 1024),
+  maxDiskGiB: z._default(quotaFields.maxDiskGiB, 2048),
+  maxSandboxes: z._default(quotaFields.maxSandboxes, 100),
+  maxSnapshots: z._default(quotaFields.maxSnapshots, 100),
+  maxQueued: z._default(quotaFields.maxQueued, 100),
 });
 /** Some of the limits, none defaulted: what a quota change names and nothing else. */
 export const quotaChangeSchema = z.strictObject({
-  maxCPU: quotaFields.maxCPU.optional(),
-  maxMemoryMiB: quotaFields.maxMemoryMiB.optional(),
-  maxDiskGiB: quotaFields.maxDiskGiB.optional(),
-  maxSandboxes: quotaFields.maxSandboxes.optional(),
-  maxSnapshots: quotaFields.maxSnapshots.optional(),
-  maxQueued: quotaFields.maxQueued.optional(),
+  maxCPU: z.optional(quotaFields.maxCPU),
+  maxMemoryMiB: z.optional(quotaFields.maxMemoryMiB),
+  maxDiskGiB: z.optional(quotaFields.maxDiskGiB),
+  maxSandboxes: z.optional(quotaFields.maxSandboxes),
+  maxSnapshots: z.optional(quotaFields.maxSnapshots),
+  maxQueued: z.optional(quotaFields.maxQueued),
 });
 export type Quota = z.infer<typeof quotaSchema>;
 
 export const createOrgSchema = z.strictObject({
-  name: z.string().trim().min(1).max(128),
-  quota: quotaChangeSchema.optional(),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(128)),
+  quota: z.optional(quotaChangeSchema),
 });
 
 export const orgSchema = z.object({
@@ -59,9 +61,9 @@ export const orgSchema = z.object({
   name: z.string(),
   quota: quotaSchema,
   /** Monthly budget (UTC calendar months) in the pools' currency; null: none. */
-  budget: z.number().nullable(),
+  budget: z.nullable(z.number()),
   /** The idle policy of sandboxes that name none and whose template names none; null: none. */
-  idlePolicy: idlePolicySchema.nullable(),
+  idlePolicy: z.nullable(idlePolicySchema),
   createdAt: z.string(),
 });
 export type OrgView = z.infer<typeof orgSchema>;
@@ -70,30 +72,34 @@ export const keyRoles = ['admin', 'member'] as const;
 
 export const createKeySchema = z
   .strictObject({
-    name: z.string().trim().min(1).max(128),
-    projectId: z.string().regex(idPattern('project'), 'a project id (prj_...)').optional(),
+    name: z.string().check(z.trim(), z.minLength(1), z.maxLength(128)),
+    projectId: z.optional(z.string().check(z.regex(idPattern('project'), 'a project id (prj_...)'))),
     /** admin: the operator's key (admin routes, no tenant routes); member: acts for the org, or one project. */
-    role: z.enum(keyRoles).default('member'),
+    role: z._default(z.enum(keyRoles), 'member'),
   })
-  .refine((key) => key.role !== 'admin' || key.projectId === undefined, {
-    path: ['projectId'],
-    message: 'an admin key cannot be restricted to a project',
-  });
+  .check(
+    z.refine((key) => key.role !== 'admin' || key.projectId === undefined, {
+      path: ['projectId'],
+      message: 'an admin key cannot be restricted to a project',
+    }),
+  );
 
-export const setQuotaSchema = quotaChangeSchema.refine((quota) => Object.keys(quota).length > 0, {
-  message: 'name at least one of maxCPU, maxMemoryMiB, maxDiskGiB, maxSandboxes, maxSnapshots',
-});
+export const setQuotaSchema = quotaChangeSchema.check(
+  z.refine((quota) => Object.keys(quota).length > 0, {
+    message: 'name at least one of maxCPU, maxMemoryMiB, maxDiskGiB, maxSandboxes, maxSnapshots',
+  }),
+);
 
 export const projectParams = z.strictObject({
-  id: z.string().regex(idPattern('org'), 'an org id (org_...)'),
-  projectId: z.string().regex(idPattern('project'), 'a project id (prj_...)'),
+  id: z.string().check(z.regex(idPattern('org'), 'an org id (org_...)')),
+  projectId: z.string().check(z.regex(idPattern('project'), 'a project id (prj_...)')),
 });
 
 /** PUT /v1/admin/orgs/{id}/idle-policy: the org's default (null removes it). */
-export const setIdlePolicySchema = z.strictObject({ policy: idlePolicySchema.nullable() });
+export const setIdlePolicySchema = z.strictObject({ policy: z.nullable(idlePolicySchema) });
 
 export const createProjectSchema = z.strictObject({
-  name: z.string().trim().min(1).max(128),
+  name: z.string().check(z.trim(), z.minLength(1), z.maxLength(128)),
 });
 
 export const projectSchema = z.object({
@@ -101,7 +107,7 @@ export const projectSchema = z.object({
   orgId: z.string(),
   name: z.string(),
   /** Monthly budget counted besides the org's; null: none of its own. */
-  budget: z.number().nullable(),
+  budget: z.nullable(z.number()),
   createdAt: z.string(),
 });
 export type ProjectView = z.infer<typeof projectSchema>;
@@ -123,7 +129,7 @@ export const orgUsageSchema = z.object({
   /** This calendar month's (UTC) budget of the org: spent, reserved by live sandboxes, and left. */
   budget: budgetViewSchema,
   /** With a key restricted to a project: that project's budget. */
-  projectBudget: budgetViewSchema.optional(),
+  projectBudget: z.optional(budgetViewSchema),
 });
 
 export const keySchema = z.object({
@@ -131,14 +137,14 @@ export const keySchema = z.object({
   orgId: z.string(),
   name: z.string(),
   role: z.enum(keyRoles),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   createdAt: z.string(),
-  revokedAt: z.string().nullable(),
+  revokedAt: z.nullable(z.string()),
 });
 export type KeyView = z.infer<typeof keySchema>;
 
 /** The only response that ever carries a key's secret. */
-export const createdKeySchema = keySchema.extend({
+export const createdKeySchema = z.extend(keySchema, {
   key: z.string(),
   /** The same key in E2B's shape (`e2b_` + hex), for E2B SDKs pointed at /e2b (docs/e2b.md). */
   e2bApiKey: z.string(),

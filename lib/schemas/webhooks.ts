@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import { idPattern } from '../ids.ts';
+import * as z from '../zod.ts';
 import { sandboxStatuses } from './sandbox-status.ts';
 
 /** What a lifecycle event's delivery says caused it. */
@@ -13,23 +13,25 @@ export const webhookEventTypes = sandboxStatuses.map((status) => `sandbox.${stat
 export const maxWebhooksPerOrg = 10;
 
 export const createWebhookSchema = z.strictObject({
-  url: z.string().min(1).max(2048),
+  url: z.string().check(z.minLength(1), z.maxLength(2048)),
   /** Absent: every lifecycle event. */
-  events: z.array(z.enum(webhookEventTypes)).min(1).max(webhookEventTypes.length).optional(),
-  description: z.string().max(256).optional(),
+  events: z.optional(
+    z.array(z.enum(webhookEventTypes)).check(z.minLength(1), z.maxLength(webhookEventTypes.length)),
+  ),
+  description: z.optional(z.string().check(z.maxLength(256))),
 });
 
 /** A signing secret; after a rotation the previous one signs too, until `validUntil`. */
-export const webhookSecretSchema = z.object({ secret: z.string(), validUntil: z.string().nullable() });
+export const webhookSecretSchema = z.object({ secret: z.string(), validUntil: z.nullable(z.string()) });
 
 export const webhookRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
   url: z.string(),
-  events: z.array(z.string()).nullable(),
-  description: z.string().nullable(),
+  events: z.nullable(z.array(z.string())),
+  description: z.nullable(z.string()),
   /** The current secret first. Never in an audit event, a log or a list answer. */
-  secrets: z.array(webhookSecretSchema).min(1),
+  secrets: z.array(webhookSecretSchema).check(z.minLength(1)),
   createdAt: z.string(),
 });
 export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
@@ -38,20 +40,20 @@ export const webhookViewSchema = z.object({
   id: z.string(),
   orgId: z.string(),
   url: z.string(),
-  events: z.array(z.string()).nullable(),
-  description: z.string().nullable(),
+  events: z.nullable(z.array(z.string())),
+  description: z.nullable(z.string()),
   /** Until when the previous secret still signs, after a rotation (null: only one secret). */
-  previousSecretValidUntil: z.string().nullable(),
+  previousSecretValidUntil: z.nullable(z.string()),
   createdAt: z.string(),
 });
 export type WebhookView = z.infer<typeof webhookViewSchema>;
 
 /** The answers that carry the signing secret: creation and rotation, once. */
-export const webhookWithSecretSchema = webhookViewSchema.extend({ secret: z.string() });
+export const webhookWithSecretSchema = z.extend(webhookViewSchema, { secret: z.string() });
 
 export const webhookParams = z.strictObject({
-  id: z.string().regex(idPattern('org'), 'an org id (org_...)'),
-  webhookId: z.string().regex(idPattern('webhook'), 'a webhook id (whk_...)'),
+  id: z.string().check(z.regex(idPattern('org'), 'an org id (org_...)')),
+  webhookId: z.string().check(z.regex(idPattern('webhook'), 'a webhook id (whk_...)')),
 });
 
 /** What a delivery's body holds: one lifecycle event. `id` is the same on every retry (de-duplicate on it). */
@@ -62,11 +64,11 @@ export const webhookDeliverySchema = z.object({
   data: z.object({
     sandboxId: z.string(),
     orgId: z.string(),
-    projectId: z.string().nullable(),
-    pool: z.string().nullable(),
+    projectId: z.nullable(z.string()),
+    pool: z.nullable(z.string()),
     status: z.string(),
-    from: z.string().nullable(),
-    reason: z.string().nullable(),
+    from: z.nullable(z.string()),
+    reason: z.nullable(z.string()),
     cause: z.enum(eventCauses),
   }),
 });

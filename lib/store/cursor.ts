@@ -1,5 +1,5 @@
-import * as z from 'zod';
 import { errors } from '../errors.ts';
+import * as z from '../zod.ts';
 
 const cursorSchema = z.object({ after: z.string() });
 

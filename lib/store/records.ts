@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
 import { sandboxOperationSchema, snapshotStatuses } from '../schemas/sandbox-operations.ts';
@@ -10,6 +9,7 @@ import {
   sandboxIdleSchema,
 } from '../schemas/sandboxes.ts';
 import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
+import * as z from '../zod.ts';
 
 /**
  * Records as the store keeps them. Stores parse what they read back with these schemas (a stored item is
@@ -21,9 +21,9 @@ export const orgRecordSchema = z.object({
   name: z.string(),
   quota: quotaSchema,
   /** The idle policy of its sandboxes that name none (and whose template names none); null: none. */
-  idlePolicy: idlePolicySchema.nullable().default(null),
+  idlePolicy: z._default(z.nullable(idlePolicySchema), null),
   /** Micros per calendar month; null: no budget (records stored before budgets existed have none). */
-  budget: z.int().nullable().default(null),
+  budget: z._default(z.nullable(z.int()), null),
   createdAt: z.string(),
 });
 export type OrgRecord = z.infer<typeof orgRecordSchema>;
@@ -33,11 +33,11 @@ export const keyRecordSchema = z.object({
   orgId: z.string(),
   name: z.string(),
   role: z.enum(keyRoles),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   /** SHA-256 of the secret, hex. The secret itself is never stored. */
   secretHash: z.string(),
   createdAt: z.string(),
-  revokedAt: z.string().nullable(),
+  revokedAt: z.nullable(z.string()),
 });
 export type KeyRecord = z.infer<typeof keyRecordSchema>;
 
@@ -46,7 +46,7 @@ export const projectRecordSchema = z.object({
   orgId: z.string(),
   name: z.string(),
   /** Micros per calendar month, counted besides the org's; null: only the org's budget applies. */
-  budget: z.int().nullable().default(null),
+  budget: z._default(z.nullable(z.int()), null),
   createdAt: z.string(),
 });
 export type ProjectRecord = z.infer<typeof projectRecordSchema>;
@@ -85,17 +85,17 @@ export const poolViewSchema = z.object({
   pool: z.string(),
   healthy: z.boolean(),
   /** Why the pool is unhealthy, or why a part of the view is missing. */
-  reason: z.string().nullable(),
+  reason: z.nullable(z.string()),
   /** Capabilities as declared, with features already filtered by EffectiveFeatures. */
-  capabilities: capabilitiesSchema.nullable(),
-  capacity: capacitySchema.nullable(),
+  capabilities: z.nullable(capabilitiesSchema),
+  capacity: z.nullable(capacitySchema),
   refreshedAt: z.string(),
   /**
    * When an adapter error last said the backend is down (any container's worker or API call), and why.
    * The pool is unhealthy until a probe that started after it succeeds (lib/pools/registry.ts).
    */
-  downSince: z.string().nullable().default(null),
-  downReason: z.string().nullable().default(null),
+  downSince: z._default(z.nullable(z.string()), null),
+  downReason: z._default(z.nullable(z.string()), null),
 });
 export type PoolView = z.infer<typeof poolViewSchema>;
 
@@ -130,46 +130,46 @@ export { type PlacementPolicy, placementPolicySchema } from '../config.ts';
 export const sandboxRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   status: z.enum(sandboxStatuses),
-  statusMessage: z.string().nullable(),
+  statusMessage: z.nullable(z.string()),
   /** Why a queued sandbox waits (none: not waiting, or stored before the field existed). */
-  waitingFor: z.enum(waitReasons).nullable().default(null),
+  waitingFor: z._default(z.nullable(z.enum(waitReasons)), null),
   /** Increases by one on every write; every update is conditional on it. */
   version: z.int(),
-  pool: z.string().nullable(),
-  backendRef: z.string().nullable(),
-  template: z.string().nullable(),
+  pool: z.nullable(z.string()),
+  backendRef: z.nullable(z.string()),
+  template: z.nullable(z.string()),
   resources: resourcesSchema,
   labels: z.record(z.string(), z.string()),
   capabilities: z.array(z.string()),
   env: z.record(z.string(), z.string()),
   ttlSeconds: z.int(),
-  queueTimeoutSeconds: z.int().nullable(),
-  allowedPools: z.array(z.string()).nullable(),
-  regions: z.array(z.string()).nullable(),
-  fromSnapshot: z.string().nullable(),
+  queueTimeoutSeconds: z.nullable(z.int()),
+  allowedPools: z.nullable(z.array(z.string())),
+  regions: z.nullable(z.array(z.string())),
+  fromSnapshot: z.nullable(z.string()),
   /** Decides, with the global policy, whether external pools are permitted (see lib/policy). */
-  classification: z.string().nullable().default(null),
+  classification: z._default(z.nullable(z.string()), null),
   /** Counted provisioning attempts (insufficient_capacity and quota waits are not counted). */
   attempts: z.int(),
   placement: placementDecisionSchema,
   createdAt: z.string(),
   updatedAt: z.string(),
-  expiresAt: z.string().nullable(),
+  expiresAt: z.nullable(z.string()),
   /** Its idle policy, resolved at create (lib/sandboxes/idle.ts); null: none. */
-  idle: sandboxIdleSchema.nullable().default(null),
+  idle: z._default(z.nullable(sandboxIdleSchema), null),
   /** What it holds of and owes to budgets (lib/budgets/billing.ts); null until it is first activated. */
-  billing: sandboxBillingSchema.nullable().default(null),
+  billing: z._default(z.nullable(sandboxBillingSchema), null),
   /** The last lifecycle operation (records written before operations were asynchronous have none). */
-  operation: sandboxOperationSchema.nullable().default(null),
+  operation: z._default(z.nullable(sandboxOperationSchema), null),
 });
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
 export const snapshotRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
-  projectId: z.string().nullable(),
+  projectId: z.nullable(z.string()),
   /** The sandbox it was taken from; the snapshot outlives it. */
   sandboxId: z.string(),
   /** Restores are pinned to this pool: snapshots are not portable between backends. */
@@ -179,10 +179,10 @@ export const snapshotRecordSchema = z.object({
   kind: z.enum(['disk', 'memory']),
   sizeBytes: z.number(),
   status: z.enum(snapshotStatuses),
-  statusMessage: z.string().nullable().default(null),
+  statusMessage: z._default(z.nullable(z.string()), null),
   createdAt: z.string(),
   /** Records written before snapshots were asynchronous have none: their creation time stands in. */
-  updatedAt: z.string().optional(),
+  updatedAt: z.optional(z.string()),
 });
 export type SnapshotRecord = z.infer<typeof snapshotRecordSchema>;
 
@@ -196,4 +196,7 @@ export const usageSchema = z.object({
 
 export { auditEventSchema } from '../schemas/audit.ts';
 
-export const ledgerSchema = z.object({ reserved: z.number().default(0), spent: z.number().default(0) });
+export const ledgerSchema = z.object({
+  reserved: z._default(z.number(), 0),
+  spent: z._default(z.number(), 0),
+});

@@ -1,4 +1,3 @@
-import type * as z from 'zod';
 import { monthOf, nextMonth } from '../budgets/billing.ts';
 import { budgetView, monthlyMicros, type setBudgetSchema } from '../budgets/ledger.ts';
 import { fromMicros } from '../budgets/prices.ts';
@@ -17,6 +16,7 @@ import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../sc
 import type { Page, PageRequest } from '../store/page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
+import type * as z from '../zod.ts';
 import { e2bKeyForm, mintKeySecret } from './auth.ts';
 
 export function orgView(org: OrgRecord): OrgView {

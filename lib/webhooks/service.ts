@@ -1,4 +1,3 @@
-import type * as z from 'zod';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import {
@@ -9,6 +8,7 @@ import {
 } from '../schemas/webhooks.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { WebhookStore } from '../store/webhooks/port.ts';
+import type * as z from '../zod.ts';
 import { checkWebhookUrl } from './destinations.ts';
 import { newWebhookSecret } from './signature.ts';
 

@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { trustReport } from '../../placement/trust.ts';
 import {
   createPoolSchema,
@@ -13,6 +12,7 @@ import {
 } from '../../pools/admin-schemas.ts';
 import { reconcileReportSchema } from '../../schemas/admin.ts';
 import { pageOf } from '../../schemas/common.ts';
+import * as z from '../../zod.ts';
 import { errorSchema } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';

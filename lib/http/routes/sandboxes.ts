@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { errors } from '../../errors.ts';
 import { execResultText } from '../../sandboxes/exec-result-text.ts';
 import { ndjsonStream } from '../../sandboxes/exec-stream.ts';
@@ -13,12 +12,13 @@ import {
   updatedSandboxSchema,
   updateSandboxSchema,
 } from '../../schemas/sandboxes.ts';
+import * as z from '../../zod.ts';
 import { errorSchema, sandboxAlong, sandboxParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
 
 /** `?stream=1` (or `true`) streams; `0`, `false` or nothing waits for the command. */
-const execQuerySchema = z.strictObject({ stream: z.enum(['0', '1', 'true', 'false']).optional() });
+const execQuerySchema = z.strictObject({ stream: z.optional(z.enum(['0', '1', 'true', 'false'])) });
 
 function idempotencyKeyOf(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;

@@ -1,10 +1,10 @@
-import * as z from 'zod';
 import {
   createWebhookSchema,
   webhookParams,
   webhookViewSchema,
   webhookWithSecretSchema,
 } from '../../schemas/webhooks.ts';
+import * as z from '../../zod.ts';
 import { errorSchema, orgParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';

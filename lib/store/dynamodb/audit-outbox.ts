@@ -1,5 +1,4 @@
 import { QueryCommand, type QueryCommandInput, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import * as z from 'zod';
 import {
   type AuditEvent,
   type AuditInput,
@@ -9,6 +8,7 @@ import {
 } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
 import { newUlid } from '../../ids.ts';
+import * as z from '../../zod.ts';
 import { decodeCursor } from '../cursor.ts';
 import type { Page, PageRequest } from '../page.ts';
 import { auditEventSchema } from '../records.ts';

@@ -8,8 +8,8 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import type * as z from 'zod';
 import { ApiError } from '../../errors.ts';
+import type * as z from '../../zod.ts';
 import { encodeCursor } from '../cursor.ts';
 import type { Page } from '../page.ts';
 
@@ -205,7 +205,7 @@ export class TableClient {
   }
 
   /** An item read consistently and parsed with its record's schema; undefined when there is none. */
-  async getParsed<S extends z.ZodType>(
+  async getParsed<S extends z.ZodMiniType>(
     key: Record<string, string>,
     schema: S,
   ): Promise<z.output<S> | undefined> {

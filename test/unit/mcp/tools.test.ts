@@ -2,7 +2,6 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import * as z from 'zod';
 import { errors } from '../../../lib/errors.ts';
 import { type RouteContext, type RouteDefinition, route } from '../../../lib/http/types.ts';
 import { newId } from '../../../lib/ids.ts';
@@ -10,6 +9,7 @@ import { silentLog } from '../../../lib/log.ts';
 import { createMcpServer } from '../../../lib/mcp/tools.ts';
 import { sandboxView } from '../../../lib/sandboxes/transition.ts';
 import type { SandboxView } from '../../../lib/schemas/sandboxes.ts';
+import * as z from '../../../lib/zod.ts';
 import { orgPrincipal, sandboxRecord } from '../../helpers/records.ts';
 
 const principal = orgPrincipal(newId('org'));
@@ -38,11 +38,11 @@ function widgetRoutes(seen: Seen[]): RouteDefinition[] {
       path: '/v1/widgets/{id}/paint',
       summary: 'Paint a widget',
       auth: 'org',
-      params: z.strictObject({ id: z.string().regex(/^w_\d+$/) }),
-      query: z.strictObject({ dryRun: z.enum(['0', '1']).optional() }),
+      params: z.strictObject({ id: z.string().check(z.regex(/^w_\d+$/)) }),
+      query: z.strictObject({ dryRun: z.optional(z.enum(['0', '1'])) }),
       body: z
-        .strictObject({ colour: z.string(), coats: z.int().min(1).default(1) })
-        .refine((body) => body.colour !== 'invisible', { message: 'no invisible paint' }),
+        .strictObject({ colour: z.string(), coats: z._default(z.int().check(z.gte(1)), 1) })
+        .check(z.refine((body) => body.colour !== 'invisible', { message: 'no invisible paint' })),
       responses: { 200: z.object({ painted: z.string() }) },
       tool: { name: 'paint_widget', description: 'Paint it.' },
       handle: async (context) => {
@@ -88,7 +88,7 @@ function widgetRoutes(seen: Seen[]): RouteDefinition[] {
       summary: 'Run a widget; ?stream=1 streams its lines',
       auth: 'org',
       params: z.strictObject({ id: z.string() }),
-      query: z.strictObject({ stream: z.enum(['0', '1']).optional() }),
+      query: z.strictObject({ stream: z.optional(z.enum(['0', '1'])) }),
       body: z.strictObject({ command: z.string() }),
       responses: { 200: z.object({ exitCode: z.int() }) },
       streamResponse: { mediaType: 'application/x-ndjson', description: 'lines' },
@@ -294,7 +294,7 @@ describe('a waiting tool', () => {
     path: '/v1/sandboxes',
     summary: 'Create',
     auth: 'org',
-    body: z.strictObject({ template: z.string().optional() }),
+    body: z.strictObject({ template: z.optional(z.string()) }),
     responses: { 202: z.object({}) },
     tool: { name: 'create_sandbox', description: 'Create.', waits: true },
     handle: async () => ({ status: 202, body: sandbox('queued') }),

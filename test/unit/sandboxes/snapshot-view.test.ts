@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { snapshotView } from '../../../lib/sandboxes/sandbox-operations.ts';
 import { snapshotSchema } from '../../../lib/schemas/sandbox-operations.ts';
 import type { SnapshotRecord } from '../../../lib/store/records.ts';
@@ -20,7 +21,7 @@ const stored: SnapshotRecord = {
 describe('a snapshot as tenants see it (REST and MCP alike)', () => {
   it('keeps the backend ref inside and sets updatedAt, from the creation time on records that lack it', () => {
     const view = snapshotView(stored);
-    expect(snapshotSchema.strict().parse(view)).toEqual(view);
+    expect(z.strictObject(snapshotSchema.shape).parse(view)).toEqual(view);
     expect(view).not.toHaveProperty('backendRef');
     expect(view.updatedAt).toBe('2026-12-01T00:00:00.000Z');
     expect(snapshotView({ ...stored, updatedAt: '2026-12-02T00:00:00.000Z' }).updatedAt).toBe(
