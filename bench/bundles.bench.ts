@@ -20,6 +20,7 @@ import { percentile, printTable } from './stats.ts';
 
 const functions = [
   'api',
+  'api-stream',
   'provision',
   'terminate',
   'operations',

@@ -106,11 +106,18 @@ export class ControlPlaneStack extends Stack {
       });
     this.functions = {
       api: fn('api', timeouts.api, { [env.adminKeySecretArn]: adminKey.secretArn }),
-      // The streamed exec route: API Gateway streams for up to 15 minutes.
-      apiStream: fn('api', timeouts.apiStream, { [env.adminKeySecretArn]: adminKey.secretArn }, undefined, {
-        id: 'ApiStream',
-        name: 'streamHandler',
-      }),
+      // The streamed routes (exec, MCP, E2B's process.Start): API Gateway streams for up to 15 minutes. Its
+      // own entry: only it loads middy's response streaming (functions/api-stream.ts).
+      apiStream: fn(
+        'api-stream',
+        timeouts.apiStream,
+        { [env.adminKeySecretArn]: adminKey.secretArn },
+        undefined,
+        {
+          id: 'ApiStream',
+          name: 'streamHandler',
+        },
+      ),
       provision: fn('provision', timeouts.provision),
       terminate: fn('terminate', timeouts.terminate),
       operations: fn('operations', timeouts.operations),

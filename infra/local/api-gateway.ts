@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { StreamedResult } from '../../functions/api.ts';
+import type { StreamedResult } from '../../functions/api-stream.ts';
 import { awsLimits, type GatewayResponse, gatewayResponseBody, gatewayResponses } from '../../lib/limits.ts';
 import { describeError, type Log } from '../../lib/log.ts';
 import type { FunctionContainers } from './function-containers.ts';

@@ -7,7 +7,8 @@ import { defaultDevhostRoot, devhostConfigSchema } from '../../adapters/devhost/
 import { endDevhostCommands, reapDevhostFolders } from '../../adapters/devhost/devhost-adapter.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { requireValidPools } from '../../adapters/kinds.ts';
-import { apiFunction, apiStreamFunction } from '../../functions/api.ts';
+import { apiFunction } from '../../functions/api.ts';
+import { apiStreamFunction } from '../../functions/api-stream.ts';
 import { type FunctionDefinition, handlerFor } from '../../functions/entry.ts';
 import { metricsNamespace } from '../../functions/environment.ts';
 import type { Observability } from '../../functions/observability.ts';

@@ -68,6 +68,17 @@ describe('function bundles, as the CDK app builds them', () => {
     expect(loadedAll).toBe('loaded');
   }, 120_000);
 
+  it("leaves middy's response streaming, and the web streams it imports, to the streaming function's bundle", async () => {
+    const streamingMode = 'node_modules/@middy/core/executionModeStreamifyResponse.js';
+    const coldStart = async (entry: string) => {
+      const outdir = join(out, `streaming-${entry}`);
+      const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${entry}.ts`), outdir));
+      return inputsOf(metafile, staticClosure(metafile, outdir).files);
+    };
+    expect(await coldStart('api')).not.toContain(streamingMode);
+    expect(await coldStart('api-stream')).toContain(streamingMode);
+  }, 120_000);
+
   it('follows static imports transitively, never dynamic ones', () => {
     const dir = join(out, 'closure');
     const at = (file: string) => relative(bundleRoot, join(dir, file));

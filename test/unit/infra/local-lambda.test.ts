@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { StreamedResult } from '../../../functions/api.ts';
+import type { StreamedResult } from '../../../functions/api-stream.ts';
 import { apiGateway } from '../../../infra/local/api-gateway.ts';
 import { FunctionContainers, FunctionTimeout } from '../../../infra/local/function-containers.ts';
 import type { ResponseSink } from '../../../infra/local/http-server.ts';
