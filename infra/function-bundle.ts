@@ -1,9 +1,59 @@
-import { join, relative } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
+import type { BuildOptions, Metafile, OnResolveArgs, Plugin } from 'esbuild';
 
 /** Where the bundles' metafile paths start from, whatever the caller's working directory. */
 export const bundleRoot = join(import.meta.dirname, '..');
 
-import type { BuildOptions, Metafile } from 'esbuild';
+/** The namespace of the libraries' copy of zod (librariesOwnZod). */
+const librariesZod = 'libraries-zod';
+/** Marks the plugin's own resolve calls, so that it does not answer them itself. */
+const resolving = Symbol('libraries-own-zod');
+
+/**
+ * zod as the bundled libraries import it (the MCP SDK, zod-to-json-schema: both reached only through an
+ * `import()`) is a copy of its own. esbuild tree-shakes a module once for the whole build, so a file that
+ * both the cold start and a lazy chunk use carries what either needs: the MCP SDK's classic API kept
+ * about 31 KB of zod's core (schema kinds, the JSON Schema converter), and 13.6 M instructions of it run,
+ * in the api's cold start. Apart, the cold start keeps only what the mini API of lib/zod.ts uses, and the
+ * MCP chunk brings the rest when the first MCP request imports it. The two copies work together by zod's
+ * design: its config and its registry of descriptions live on globalThis (`__zod_globalConfig`,
+ * `__zod_globalRegistry`), and a schema carries its own parser (`_zod.run`), so the MCP SDK's zod reads
+ * and runs the schemas the routes declare with lib/zod.ts.
+ */
+export const librariesOwnZod: Plugin = {
+  name: 'libraries-own-zod',
+  setup(build) {
+    const inCopy = async (args: OnResolveArgs) => {
+      const found = await build.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        pluginData: resolving,
+      });
+      if (found.errors.length > 0) return { errors: found.errors };
+      // A path relative to the project: the same in every checkout, so the bundle's hash is too.
+      return {
+        path: relative(bundleRoot, found.path),
+        namespace: librariesZod,
+        pluginData: found.path,
+        sideEffects: false,
+      };
+    };
+    build.onResolve({ filter: /^zod(\/.*)?$/ }, (args) => {
+      if (args.pluginData === resolving) return undefined;
+      const library =
+        args.importer.includes('/node_modules/') && !args.importer.includes('/node_modules/zod/');
+      return args.namespace === librariesZod || library ? inCopy(args) : undefined;
+    });
+    // zod's own relative imports stay within the copy.
+    build.onResolve({ filter: /^\./, namespace: librariesZod }, inCopy);
+    build.onLoad({ filter: /.*/, namespace: librariesZod }, async (args) => {
+      const file = String(args.pluginData);
+      return { contents: await readFile(file, 'utf8'), loader: 'js', resolveDir: dirname(file) };
+    });
+  },
+};
 
 /**
  * How every Lambda function is bundled, for the CDK app's house construct
@@ -38,7 +88,18 @@ export function functionBundleOptions(entryFile: string, outdir: string): BuildO
     },
     metafile: true,
     logLevel: 'error',
+    plugins: [librariesOwnZod],
   };
+}
+
+/**
+ * The same build, synchronously, for the CDK app's local bundling (its `tryBundle` is synchronous, and
+ * esbuild runs plugins only in its asynchronous build): in a child Node process (infra/build-function.ts).
+ */
+export function buildFunctionSync(entryFile: string, outdir: string): void {
+  execFileSync(process.execPath, [join(import.meta.dirname, 'build-function.ts'), entryFile, outdir], {
+    stdio: 'inherit',
+  });
 }
 
 /** The entry's file name, without extension: the handler setting is `index.<export>`. */

@@ -17,7 +17,7 @@ function inputsOf(metafile: Metafile, files: string[]): string[] {
 }
 
 describe('function bundles, as the CDK app builds them', () => {
-  it("loads at a cold start only the entry's static chunks: the MCP SDK, the adapters, the E2B facade, the memory store and zod's classic API wait for their import()", async () => {
+  it("loads at a cold start only the entry's static chunks: the MCP SDK with its own zod, the adapters, the E2B facade, the memory store and zod's classic API wait for their import()", async () => {
     const outdir = join(out, 'api');
     const { metafile } = await build(functionBundleOptions(join(root, 'functions', 'api.ts'), outdir));
     const loaded = staticClosure(metafile, outdir);
@@ -42,6 +42,12 @@ describe('function bundles, as the CDK app builds them', () => {
     expect(atColdStart.filter(memoryStore)).toEqual([]);
     expect(atColdStart.filter(zodClassic)).toEqual([]);
     expect(atColdStart).toContain('node_modules/zod/v4/mini/schemas.js');
+    // The libraries' zod (the MCP SDK's) is a copy of its own, loaded with them: what it needs of zod's
+    // core does not join the core the cold start runs (librariesOwnZod).
+    const librariesZod = (input: string) => input.startsWith('libraries-zod:');
+    expect(atColdStart.filter(librariesZod)).toEqual([]);
+    expect(later).toContain('libraries-zod:node_modules/zod/v4/core/schemas.js');
+    expect(later).toContain('libraries-zod:node_modules/zod/v4/classic/schemas.js');
     expect(later.filter(e2bFacade).sort()).toEqual([
       'lib/e2b/control-api.ts',
       'lib/e2b/envd.ts',

@@ -65,6 +65,33 @@ const apiResult = z.object({
   body: z.string(),
 });
 const samEnvFile = z.object({ Parameters: z.record(z.string(), z.string()) });
+/** The tools an MCP `tools/list` answers, as far as the test reads them. */
+const toolList = z.object({
+  result: z.object({
+    tools: z.array(
+      z.object({
+        name: z.string(),
+        inputSchema: z.object({
+          properties: z.record(z.string(), z.record(z.string(), z.unknown())),
+          required: z.array(z.string()).optional(),
+        }),
+      }),
+    ),
+  }),
+});
+/** An MCP `tools/call` answer. */
+const toolCall = z.object({
+  result: z.object({
+    content: z.array(z.object({ type: z.string(), text: z.string().optional() })),
+    isError: z.boolean().optional(),
+  }),
+});
+
+/** The JSON-RPC answer of an MCP POST: the body itself, or the last `data:` line of its SSE stream. */
+function jsonRpcAnswer(body: string | undefined): string {
+  const events = (body ?? '').split('\n').filter((line) => line.startsWith('data: '));
+  return events.length === 0 ? (body ?? '') : (events.at(-1) ?? '').slice('data: '.length);
+}
 
 /** A function of the synthesized template, as SAM reads it. */
 interface Invocable {
@@ -261,6 +288,36 @@ describe('sam local invoke, without Docker: every function of the synthesized te
       .map((line) => parseJson(jsonObject, line));
     // Without ?stream=1 the exec route answers one JSON document, through the streaming function still.
     expect(lines).toEqual([expect.objectContaining({ exitCode: 0, stdout: 'hi\n' })]);
+
+    // The MCP endpoint as bundled: the MCP SDK runs on its own copy of zod (infra/function-bundle.ts), which
+    // must read the routes' schemas (built with lib/zod.ts) for the tool list and check a call with them.
+    const listed = await invoke('ApiStream', 'api-mcp-tools-list.json', ids);
+    expect(listed.prelude?.statusCode, listed.logs).toBe(200);
+    const tools = parseJson(toolList, jsonRpcAnswer(listed.body)).result.tools;
+    const execTool = tools.find((tool) => tool.name === 'exec');
+    expect(execTool?.inputSchema.required).toEqual(expect.arrayContaining(['id']));
+    expect(Object.keys(execTool?.inputSchema.properties ?? {})).toEqual(
+      expect.arrayContaining(['id', 'command', 'args', 'cwd']),
+    );
+    // A description given with lib/zod.ts reaches the MCP SDK's JSON Schema through zod's shared registry.
+    expect(tools.find((tool) => tool.name === 'create_sandbox')?.inputSchema.properties.wait).toMatchObject({
+      description: 'Wait until the sandbox has settled (running or failed)',
+    });
+    const ran = await invoke('ApiStream', 'api-mcp-exec.json', ids);
+    expect(ran.prelude?.statusCode, ran.logs).toBe(200);
+    const ranResult = parseJson(toolCall, jsonRpcAnswer(ran.body)).result;
+    expect(ranResult.isError ?? false).toBe(false);
+    expect(ranResult.content.map((part) => part.text).join('')).toContain('hi');
+    // The same call without a command: the route's own check (exactly one of command or args) refuses it.
+    const refused = await invoke('ApiStream', 'api-mcp-exec.json', {
+      ...ids,
+      [String.raw`\"command\":\"echo hi\"`]: String.raw`\"cwd\":\"/work\"`,
+    });
+    const refusedResult = parseJson(toolCall, jsonRpcAnswer(refused.body)).result;
+    expect(refusedResult.isError).toBe(true);
+    expect(refusedResult.content.map((part) => part.text).join('')).toContain(
+      'send exactly one of command (run by /bin/sh -c) or args (run directly)',
+    );
 
     await operator.operations.lifecycle(orgPrincipal(org.id), sandbox.id, 'stop');
     expect((await invoke('Operations', 'operations-sqs.json', ids)).result).toEqual({

@@ -7,9 +7,8 @@ import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { buildSync } from 'esbuild';
 import { env, metricsNamespace, sdkEndpointVariables } from '../../../functions/environment.ts';
-import { bundleEntryName, functionBundleOptions } from '../../function-bundle.ts';
+import { buildFunctionSync, bundleEntryName } from '../../function-bundle.ts';
 
 /** The repository root: function entries are found from here. */
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -70,7 +69,7 @@ class LocalBundling implements ILocalBundling {
   }
 
   tryBundle(outputDir: string): boolean {
-    buildSync(functionBundleOptions(this.entry, outputDir));
+    buildFunctionSync(this.entry, outputDir);
     copyFileSync(this.configFile, join(outputDir, bundledConfigName));
     return true;
   }
