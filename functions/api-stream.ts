@@ -5,6 +5,7 @@ import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
 import type { HttpResponse } from '../lib/http/types.ts';
 import { correlationId, counted, requestFromEvent } from './api-events.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import { httpEdge } from './http-edge.ts';
 
 /**
  * The response-streaming function of the API (the exec route with `?stream=1`, the MCP endpoint, the E2B
@@ -76,6 +77,7 @@ export function createStreamingApiHandler(plane: ControlPlane) {
 export const apiStreamFunction: FunctionDefinition<APIGatewayProxyEvent, StreamedResult> = {
   name: 'apiStream',
   kind: 'http',
+  edge: httpEdge,
   core: (container, tools) =>
     counted(createStreamingApiHandler(createControlPlane(container)), tools.metrics),
   correlationId,

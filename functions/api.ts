@@ -3,6 +3,7 @@ import { type ControlPlane, createControlPlane } from '../lib/control-plane.ts';
 import type { HttpResponse } from '../lib/http/types.ts';
 import { correlationId, counted, requestFromEvent } from './api-events.ts';
 import { type FunctionDefinition, lambdaEntry } from './entry.ts';
+import { httpEdge } from './http-edge.ts';
 
 /** Binary bodies travel base64-encoded, as API Gateway's binary media types expect. */
 export function resultFromResponse(response: HttpResponse): APIGatewayProxyResult {
@@ -38,6 +39,7 @@ export function createApiHandler(plane: ControlPlane) {
 export const apiFunction: FunctionDefinition<APIGatewayProxyEvent, APIGatewayProxyResult> = {
   name: 'api',
   kind: 'http',
+  edge: httpEdge,
   core: (container, tools) => counted(createApiHandler(createControlPlane(container)), tools.metrics),
   correlationId,
 };

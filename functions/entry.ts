@@ -2,15 +2,17 @@ import type { PluginExecutionMode } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { once } from '../lib/once.ts';
-import { type EntryKind, withMiddlewares } from './middlewares.ts';
+import { type KindOptions, type MiddlewareOptions, withMiddlewares } from './middlewares.ts';
 import { type Observability, observability } from './observability.ts';
 import { containerFromEnv } from './wiring.ts';
 
-/** One Lambda function: what it does with a container's control plane, and what kind of entry it is. */
-export interface FunctionDefinition<E, R> {
+/**
+ * One Lambda function: what it does with a container's control plane, and what kind of entry it is (an
+ * API function names its edge middlewares too).
+ */
+export type FunctionDefinition<E, R> = KindOptions & {
   /** The function's name in lib/limits.ts (and the local runtime's containers). */
   name: string;
-  kind: EntryKind;
   /**
    * The work of one invocation, built once per container from its wired parts (store, queue, pools...)
    * and tools. A function builds only what it uses: the API builds the router and the services; a worker
@@ -18,6 +20,13 @@ export interface FunctionDefinition<E, R> {
    */
   core: (container: ControlPlaneDeps, tools: Observability) => (event: E, context: Context) => Promise<R>;
   correlationId?: (event: E) => string | undefined;
+};
+
+/** The middleware stack's options from a function's definition. */
+function middlewareOptions<E, R>(definition: FunctionDefinition<E, R>): MiddlewareOptions<E> {
+  const kind: KindOptions =
+    definition.kind === 'http' ? { kind: 'http', edge: definition.edge } : { kind: definition.kind };
+  return definition.correlationId === undefined ? kind : { ...kind, correlationId: definition.correlationId };
 }
 
 /** A container's handler: the function's work inside the middleware stack (the local runtime builds these). */
@@ -26,10 +35,7 @@ export function handlerFor<E, R>(
   container: ControlPlaneDeps,
   tools: Observability = observability,
 ) {
-  return withMiddlewares(definition.core(container, tools), tools, {
-    kind: definition.kind,
-    ...(definition.correlationId !== undefined && { correlationId: definition.correlationId }),
-  });
+  return withMiddlewares(definition.core(container, tools), tools, middlewareOptions(definition));
 }
 
 /**
@@ -41,10 +47,7 @@ export function lambdaEntry<E, R>(definition: FunctionDefinition<E, R>, executio
   return withMiddlewares<E, R>(
     async (event, context) => (await work())(event, context),
     observability,
-    {
-      kind: definition.kind,
-      ...(definition.correlationId !== undefined && { correlationId: definition.correlationId }),
-    },
+    middlewareOptions(definition),
     executionMode,
   );
 }

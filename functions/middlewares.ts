@@ -1,20 +1,23 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy, { type MiddlewareObj, type MiddyfiedHandler, type PluginExecutionMode } from '@middy/core';
-import httpSecurityHeaders from '@middy/http-security-headers';
 import type { Context } from 'aws-lambda';
-import { toErrorResponse } from '../lib/errors.ts';
 import { describeError } from '../lib/log.ts';
 import type { Observability } from './observability.ts';
 
-/** What kind of entry point a function is: its cross-cutting concerns follow from it. */
-export type EntryKind = 'http' | 'worker' | 'scheduled';
+/**
+ * The middlewares at the API's edge, after the common ones (functions/http-edge.ts). An API function
+ * names them itself, so that only the API's bundles load them, not every worker's.
+ */
+export type HttpEdge = (logger: Observability['logger']) => MiddlewareObj[];
 
-export interface MiddlewareOptions<E> {
-  kind: EntryKind;
+/** What kind of entry point a function is (its cross-cutting concerns follow from it), and for the API its edge. */
+export type KindOptions = { kind: 'http'; edge: HttpEdge } | { kind: 'worker' | 'scheduled'; edge?: never };
+
+export type MiddlewareOptions<E> = KindOptions & {
   /** The id every log line of the invocation carries (API Gateway's request id for the API). */
   correlationId?: (event: E) => string | undefined;
-}
+};
 
 /** The id of the invocation's caller request on every log line, so one request's lines can be found. */
 function correlation<E>(
@@ -26,27 +29,6 @@ function correlation<E>(
     before: (request) => {
       const value = id(request.event);
       if (value !== undefined) logger.setCorrelationId(value);
-    },
-  };
-}
-
-/**
- * The one error model at the Lambda edge of the API: the router already answers every error it meets;
- * anything that escapes it (a cold start that failed, a bug in a middleware) is logged with its cause
- * and answered with the masked `internal` envelope, never a stack or a message from inside.
- */
-function httpErrorEnvelope(logger: Observability['logger']): MiddlewareObj {
-  return {
-    name: 'http-error-envelope',
-    onError: (request) => {
-      logger.error('unhandled error in the api function', { error: describeError(request.error) });
-      const { status, body } = toErrorResponse(request.error);
-      request.response = {
-        statusCode: status,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        isBase64Encoded: false,
-      };
     },
   };
 }
@@ -80,18 +62,8 @@ export function withMiddlewares<E, R>(
     .use(injectLambdaContext(tools.logger, { resetKeys: true }))
     .use(logMetrics(tools.metrics, { captureColdStartMetric: true }));
   if (options.correlationId !== undefined) handler.use(correlation(tools.logger, options.correlationId));
-  if (options.kind === 'http') {
-    handler
-      .use(
-        httpSecurityHeaders({
-          // A JSON API: nothing it answers may be framed, sniffed or run as a page.
-          contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" },
-        }),
-      )
-      .use(httpErrorEnvelope(tools.logger));
-  } else {
-    handler.use(logFailure(tools.logger));
-  }
+  if (options.kind === 'http') handler.use(options.edge(tools.logger));
+  else handler.use(logFailure(tools.logger));
   // The invocation's subsegment wraps the work itself (an AsyncLocalStorage scope has to wrap a call,
   // which a middy hook cannot); the response is not put on the trace, it can carry command output.
   const handlerName = process.env._HANDLER ?? 'index.handler';

@@ -85,6 +85,18 @@ describe('function bundles, as the CDK app builds them', () => {
     expect(await coldStart('api-stream')).toContain(streamingMode);
   }, 120_000);
 
+  it("leaves the API's edge middlewares (security headers, error envelope) to the API's bundles", async () => {
+    const securityHeaders = 'node_modules/@middy/http-security-headers/index.js';
+    const loaded = async (entry: string) => {
+      const outdir = join(out, `edge-${entry}`);
+      const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${entry}.ts`), outdir));
+      return Object.keys(metafile.inputs);
+    };
+    for (const worker of ['provision', 'webhooks', 'sweep'])
+      expect(await loaded(worker), worker).not.toContain(securityHeaders);
+    expect(await loaded('api')).toContain(securityHeaders);
+  }, 120_000);
+
   it('follows static imports transitively, never dynamic ones', () => {
     const dir = join(out, 'closure');
     const at = (file: string) => relative(bundleRoot, join(dir, file));
