@@ -16,6 +16,16 @@ function inputsOf(metafile: Metafile, files: string[]): string[] {
   return files.flatMap((file) => Object.keys(metafile.outputs[file]?.inputs ?? {}));
 }
 
+/** A function bundled as the CDK app bundles it: the sources a cold start loads, and all it holds. */
+async function bundled(entry: string): Promise<{ coldStart: string[]; all: string[] }> {
+  const outdir = mkdtempSync(join(out, `${entry}-`));
+  const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${entry}.ts`), outdir));
+  return {
+    coldStart: inputsOf(metafile, staticClosure(metafile, outdir).files),
+    all: Object.keys(metafile.inputs),
+  };
+}
+
 describe('function bundles, as the CDK app builds them', () => {
   it("loads at a cold start only the entry's static chunks: the MCP SDK with its own zod, the adapters, the E2B facade, the memory store and zod's classic API wait for their import()", async () => {
     const outdir = join(out, 'api');
@@ -76,25 +86,15 @@ describe('function bundles, as the CDK app builds them', () => {
 
   it("leaves middy's response streaming, and the web streams it imports, to the streaming function's bundle", async () => {
     const streamingMode = 'node_modules/@middy/core/executionModeStreamifyResponse.js';
-    const coldStart = async (entry: string) => {
-      const outdir = join(out, `streaming-${entry}`);
-      const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${entry}.ts`), outdir));
-      return inputsOf(metafile, staticClosure(metafile, outdir).files);
-    };
-    expect(await coldStart('api')).not.toContain(streamingMode);
-    expect(await coldStart('api-stream')).toContain(streamingMode);
+    expect((await bundled('api')).coldStart).not.toContain(streamingMode);
+    expect((await bundled('api-stream')).coldStart).toContain(streamingMode);
   }, 120_000);
 
   it("leaves the API's edge middlewares (security headers, error envelope) to the API's bundles", async () => {
     const securityHeaders = 'node_modules/@middy/http-security-headers/index.js';
-    const loaded = async (entry: string) => {
-      const outdir = join(out, `edge-${entry}`);
-      const { metafile } = await build(functionBundleOptions(join(root, 'functions', `${entry}.ts`), outdir));
-      return Object.keys(metafile.inputs);
-    };
     for (const worker of ['provision', 'webhooks', 'sweep'])
-      expect(await loaded(worker), worker).not.toContain(securityHeaders);
-    expect(await loaded('api')).toContain(securityHeaders);
+      expect((await bundled(worker)).all, worker).not.toContain(securityHeaders);
+    expect((await bundled('api')).all).toContain(securityHeaders);
   }, 120_000);
 
   it('follows static imports transitively, never dynamic ones', () => {
