@@ -14,7 +14,7 @@ import { newId } from '../lib/ids.ts';
 import { sandboxView } from '../lib/sandboxes/transition.ts';
 import { provisionSandbox } from '../lib/scheduler/provision.ts';
 import { terminateSandbox } from '../lib/scheduler/terminate.ts';
-import { type Quota, quotaSchema } from '../lib/schemas/tenancy.ts';
+import { type Quota, quotaSchema } from '../lib/schemas/tenancy-parts.ts';
 import { sandboxItem, usageItem } from '../lib/store/dynamodb/items.ts';
 import type { SandboxRecord } from '../lib/store/records.ts';
 import { orgPrincipal, sandboxRecord } from '../test/helpers/records.ts';

@@ -2,7 +2,7 @@ import { features, isKnownFeature } from './adapter/port.ts';
 import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
-import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandboxes.ts';
+import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandbox-parts.ts';
 import * as z from './zod.ts';
 
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;

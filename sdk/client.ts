@@ -28,14 +28,8 @@ import type {
   SandboxView,
   updatedSandboxSchema,
 } from '../lib/schemas/sandboxes.ts';
-import type {
-  CreatedKey,
-  KeyView,
-  OrgView,
-  orgUsageSchema,
-  ProjectView,
-  Quota,
-} from '../lib/schemas/tenancy.ts';
+import type { CreatedKey, KeyView, OrgView, orgUsageSchema, ProjectView } from '../lib/schemas/tenancy.ts';
+import type { Quota } from '../lib/schemas/tenancy-parts.ts';
 import { DifferentlyError, DifferentlyNetworkError } from './errors.ts';
 
 /** The statuses a wait goes through (the server's own list). */

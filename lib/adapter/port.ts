@@ -4,7 +4,8 @@
  * implements the required interface and whichever optional ones it can.
  */
 import { ApiError, type ErrorDetails, errors } from '../errors.ts';
-import type { ExecRequest, ExecResult, Resources } from '../schemas/sandboxes.ts';
+import type { Resources } from '../schemas/sandbox-parts.ts';
+import type { ExecRequest, ExecResult } from '../schemas/sandboxes.ts';
 
 export const adapterProtocolVersion = '1';
 

@@ -14,7 +14,7 @@
 import { type Capabilities, type Capacity, capacityFits } from '../adapter/port.ts';
 import { runningHourly } from '../budgets/prices.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
-import type { Resources } from '../schemas/sandboxes.ts';
+import type { Resources } from '../schemas/sandbox-parts.ts';
 
 export interface PlacementRequest {
   capabilities: string[];

@@ -1,4 +1,4 @@
-import { lifecycleActions } from '../schemas/sandbox-operations.ts';
+import { lifecycleActions } from '../schemas/sandbox-parts.ts';
 import { webhookDeliverySchema } from '../schemas/webhooks.ts';
 import * as z from '../zod.ts';
 

@@ -1,6 +1,6 @@
+import type { Resources } from '../schemas/sandbox-parts.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
-import type { Resources } from '../schemas/sandboxes.ts';
-import type { Quota } from '../schemas/tenancy.ts';
+import type { Quota } from '../schemas/tenancy-parts.ts';
 
 /** What an org has reserved: kept as one aggregate item so quota checks are O(1). */
 export interface Usage {

@@ -7,13 +7,8 @@ import { type PlacementRequest, type PoolState, place } from '../placement/polic
 import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import { neverFits } from '../quotas/usage.ts';
-import {
-  type CreateSandboxRequest,
-  defaultTtlSeconds,
-  type Resources,
-  resourcesSchema,
-  type SandboxIdle,
-} from '../schemas/sandboxes.ts';
+import { type Resources, resourcesSchema, type SandboxIdle } from '../schemas/sandbox-parts.ts';
+import { type CreateSandboxRequest, defaultTtlSeconds } from '../schemas/sandboxes.ts';
 import type { OrgRecord } from '../store/records.ts';
 import { readAlong } from '../store/request-reads.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';

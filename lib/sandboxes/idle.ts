@@ -6,7 +6,7 @@ import {
   isPauser,
 } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
-import type { IdlePolicy, SandboxIdle } from '../schemas/sandboxes.ts';
+import type { IdlePolicy, SandboxIdle } from '../schemas/sandbox-parts.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
 import { transitionSandbox } from './transition.ts';

@@ -1,5 +1,5 @@
 import type { Feature } from '../adapter/port.ts';
-import type { LifecycleAction } from '../schemas/sandbox-operations.ts';
+import type { LifecycleAction } from '../schemas/sandbox-parts.ts';
 import {
   type SandboxStatus,
   settledWithInstance,

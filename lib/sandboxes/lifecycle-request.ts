@@ -2,7 +2,7 @@ import { actors } from '../audit/chain.ts';
 import { errors } from '../errors.ts';
 import { describeError, type Log } from '../log.ts';
 import type { WorkQueue } from '../queue/port.ts';
-import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-operations.ts';
+import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-parts.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import { lifecycleMoves } from './lifecycle-moves.ts';

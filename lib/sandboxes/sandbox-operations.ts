@@ -10,7 +10,8 @@ import { actors } from '../audit/chain.ts';
 import { ApiError, errors, isApiError, isErrorCode } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
-import type { LifecycleAction, Snapshot } from '../schemas/sandbox-operations.ts';
+import type { Snapshot } from '../schemas/sandbox-operations.ts';
+import type { LifecycleAction } from '../schemas/sandbox-parts.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
@@ -25,7 +26,7 @@ import { sandboxView } from './transition.ts';
 /** File content through the API: Lambda's 6 MB payload, less base64's third, leaves room for 4 MiB. */
 export const maxFileBytes = 4 * 1024 * 1024;
 
-export type { LifecycleAction } from '../schemas/sandbox-operations.ts';
+export type { LifecycleAction } from '../schemas/sandbox-parts.ts';
 
 /**
  * A snapshot as tenants see it, over REST and MCP alike: the backend's ref stays inside, and `updatedAt`

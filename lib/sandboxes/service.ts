@@ -9,13 +9,13 @@ import { describeError, type Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import type { WorkQueue } from '../queue/port.ts';
 import { reservedLabelPrefix } from '../schemas/common.ts';
+import type { SandboxIdle } from '../schemas/sandbox-parts.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
 import {
   type CreateSandboxRequest,
   defaultTtlSeconds,
   type ExecRequest,
   type ExecResult,
-  type SandboxIdle,
   type SandboxView,
 } from '../schemas/sandboxes.ts';
 import type { Page, PageRequest } from '../store/page.ts';

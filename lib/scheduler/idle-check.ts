@@ -12,7 +12,7 @@ import {
   secondsUntilIdle,
 } from '../sandboxes/idle.ts';
 import { requestLifecycle } from '../sandboxes/lifecycle-request.ts';
-import type { SandboxIdle } from '../schemas/sandboxes.ts';
+import type { SandboxIdle } from '../schemas/sandbox-parts.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
 

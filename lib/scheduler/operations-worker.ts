@@ -9,7 +9,7 @@ import type { WorkMessage, WorkQueue } from '../queue/port.ts';
 import { actionOf, lifecycleMoves, snapshotableStatuses } from '../sandboxes/lifecycle-moves.ts';
 import { transitionSandbox } from '../sandboxes/transition.ts';
 import { wakeWaiters } from '../sandboxes/wake-waiters.ts';
-import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-operations.ts';
+import type { LifecycleAction, SandboxOperation } from '../schemas/sandbox-parts.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxRecord, SnapshotRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';

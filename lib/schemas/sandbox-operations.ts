@@ -1,5 +1,6 @@
 import { idPattern } from '../ids.ts';
 import * as z from '../zod.ts';
+import { snapshotStatuses } from './sandbox-parts.ts';
 
 export const pathQuerySchema = z.strictObject({ path: z.string().check(z.minLength(1), z.maxLength(4096)) });
 
@@ -15,9 +16,6 @@ export const fileListSchema = z.object({ items: z.array(fileInfoSchema) });
 
 export const snapshotRequestSchema = z.strictObject({ kind: z._default(z.enum(['disk', 'memory']), 'disk') });
 
-/** creating (the operations worker takes it on the backend), then ready, or failed with the reason. */
-export const snapshotStatuses = ['creating', 'ready', 'failed'] as const;
-
 export const snapshotSchema = z.object({
   id: z.string(),
   orgId: z.string(),
@@ -32,26 +30,6 @@ export const snapshotSchema = z.object({
   updatedAt: z.string(),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
-
-/** The lifecycle calls a tenant makes; the worker finishes them when the backend needs longer. */
-export const lifecycleActions = ['stop', 'start', 'pause', 'resume'] as const;
-export type LifecycleAction = (typeof lifecycleActions)[number];
-
-/**
- * The last lifecycle operation asked of a sandbox and how it ended: pending while the record is in a
- * transitional status, then succeeded, or failed with the backend's code and message (the record is
- * back in the status it had).
- */
-export const sandboxOperationSchema = z.object({
-  action: z.enum(lifecycleActions),
-  state: z.enum(['pending', 'succeeded', 'failed']),
-  requestedAt: z.string(),
-  settledAt: z.nullable(z.string()),
-  error: z.nullable(z.object({ code: z.string(), message: z.string() })),
-  /** Who asked: a caller (`user`), or the idle policy (`idle`). Older records have none: a caller. */
-  cause: z._default(z.enum(['user', 'idle']), 'user'),
-});
-export type SandboxOperation = z.infer<typeof sandboxOperationSchema>;
 
 export const snapshotParams = z.strictObject({
   id: z.string().check(z.regex(idPattern('snapshot'), 'a snapshot id (snp_...)')),

@@ -1,35 +1,14 @@
 import * as z from '../zod.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
-import { sandboxOperationSchema } from './sandbox-operations.ts';
+import {
+  idlePolicySchema,
+  placementDecisionSchema,
+  requestedResourcesSchema,
+  resourcesSchema,
+  sandboxIdleSchema,
+  sandboxOperationSchema,
+} from './sandbox-parts.ts';
 import { sandboxStatuses, waitReasons } from './sandbox-status.ts';
-
-/** CPU is reserved in quarters: every sum of quarters is exact in floating point, so quotas never drift. */
-export const cpuStep = 0.25;
-
-const resourceFields = {
-  cpu: z
-    .number()
-    .check(
-      z.gte(cpuStep, { error: `cpu must be at least ${cpuStep}` }),
-      z.lte(256),
-      z.multipleOf(cpuStep, { error: `cpu comes in steps of ${cpuStep}` }),
-    ),
-  memoryMiB: z.int().check(z.gte(128), z.lte(1024 * 1024)),
-  diskGiB: z.int().check(z.gte(1), z.lte(16 * 1024)),
-};
-
-export const resourcesSchema = z.strictObject({
-  cpu: z._default(resourceFields.cpu, 1),
-  memoryMiB: z._default(resourceFields.memoryMiB, 1024),
-  diskGiB: z._default(resourceFields.diskGiB, 10),
-});
-/** Resources as a request states them: what it leaves out comes from its profile, then the defaults. */
-export const requestedResourcesSchema = z.strictObject({
-  cpu: z.optional(resourceFields.cpu),
-  memoryMiB: z.optional(resourceFields.memoryMiB),
-  diskGiB: z.optional(resourceFields.diskGiB),
-});
-export type Resources = z.infer<typeof resourcesSchema>;
 
 export const maxTtlSeconds = 30 * 24 * 3600;
 export const defaultTtlSeconds = 3600;
@@ -38,32 +17,6 @@ export const placementRequestSchema = z.strictObject({
   allowedPools: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.maxLength(32))),
   regions: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.maxLength(32))),
 });
-
-/**
- * After `afterSeconds` without an exec, file or port call, the control plane pauses the sandbox (or
- * stops it: `action`, or where its pool cannot pause); the next exec or file call resumes it first.
- */
-export const idlePolicySchema = z.strictObject({
-  afterSeconds: z.int().check(z.gte(1), z.lte(7 * 24 * 3600)),
-  /** Absent: pause where the pool can, stop where it cannot. */
-  action: z.optional(z.enum(['pause', 'stop'])),
-});
-export type IdlePolicy = z.infer<typeof idlePolicySchema>;
-
-/** A sandbox's idle policy as kept and shown: `idledAt` is set while it is paused or stopped for idleness. */
-export const sandboxIdleSchema = z.object({
-  afterSeconds: z.int(),
-  action: z.nullable(z.enum(['pause', 'stop'])),
-  idledAt: z.nullable(z.string()),
-  /** When its current stretch of running began: the idle checks of an earlier stretch are void. */
-  runningSince: z._default(z.nullable(z.string()), null),
-  /**
-   * Who pauses or stops it: the backend's own idle timer (Daytona auto-stop, Lambda MicroVMs' idle
-   * policy), followed by the control plane, or the control plane's checks.
-   */
-  enforcedBy: z._default(z.enum(['control-plane', 'backend']), 'control-plane'),
-});
-export type SandboxIdle = z.infer<typeof sandboxIdleSchema>;
 
 export const createSandboxSchema = z.strictObject({
   template: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
@@ -82,14 +35,6 @@ export const createSandboxSchema = z.strictObject({
   idle: z.optional(z.nullable(idlePolicySchema)),
 });
 export type CreateSandboxRequest = z.infer<typeof createSandboxSchema>;
-
-export const rejectedPoolSchema = z.object({ pool: z.string(), reason: z.string() });
-
-export const placementDecisionSchema = z.object({
-  pool: z.nullable(z.string()),
-  rejected: z.array(rejectedPoolSchema),
-  decidedAt: z.nullable(z.string()),
-});
 
 /** The public view of a sandbox. Env values are never echoed; only their names are. */
 export const sandboxSchema = z.object({

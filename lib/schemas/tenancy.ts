@@ -1,6 +1,7 @@
 import { idPattern } from '../ids.ts';
 import * as z from '../zod.ts';
-import { cpuStep, idlePolicySchema } from './sandboxes.ts';
+import { idlePolicySchema } from './sandbox-parts.ts';
+import { keyRoles, quotaChangeSchema, quotaSchema } from './tenancy-parts.ts';
 
 /** The budget view of GET /v1/usage and the admin views, in currency units. */
 export const budgetViewSchema = z.object({
@@ -13,43 +14,6 @@ export const budgetViewSchema = z.object({
   left: z.nullable(z.number()),
 });
 export type BudgetView = z.infer<typeof budgetViewSchema>;
-
-const quotaFields = {
-  // In the sandboxes' own steps: every quota is then a sum of quarters, exact in floating point and in
-  // DynamoDB's numbers (which refuse magnitudes below 1e-130, so a tiny one was a 500, not a 400).
-  maxCPU: z
-    .number()
-    .check(
-      z.gte(cpuStep, { error: `maxCPU must be at least ${cpuStep}` }),
-      z.lte(1_000_000),
-      z.multipleOf(cpuStep, { error: `maxCPU comes in steps of ${cpuStep}` }),
-    ),
-  maxMemoryMiB: z.int().check(z.positive()),
-  maxDiskGiB: z.int().check(z.positive()),
-  maxSandboxes: z.int().check(z.positive()),
-  maxSnapshots: z.int().check(z.gte(0)),
-  /** Sandboxes an org may have waiting (queued or provisioning) at once; more are refused with 429. */
-  maxQueued: z.int().check(z.gte(1), z.lte(100_000)),
-};
-
-export const quotaSchema = z.strictObject({
-  maxCPU: z._default(quotaFields.maxCPU, 64),
-  maxMemoryMiB: z._default(quotaFields.maxMemoryMiB, 128 * 1024),
-  maxDiskGiB: z._default(quotaFields.maxDiskGiB, 2048),
-  maxSandboxes: z._default(quotaFields.maxSandboxes, 100),
-  maxSnapshots: z._default(quotaFields.maxSnapshots, 100),
-  maxQueued: z._default(quotaFields.maxQueued, 100),
-});
-/** Some of the limits, none defaulted: what a quota change names and nothing else. */
-export const quotaChangeSchema = z.strictObject({
-  maxCPU: z.optional(quotaFields.maxCPU),
-  maxMemoryMiB: z.optional(quotaFields.maxMemoryMiB),
-  maxDiskGiB: z.optional(quotaFields.maxDiskGiB),
-  maxSandboxes: z.optional(quotaFields.maxSandboxes),
-  maxSnapshots: z.optional(quotaFields.maxSnapshots),
-  maxQueued: z.optional(quotaFields.maxQueued),
-});
-export type Quota = z.infer<typeof quotaSchema>;
 
 export const createOrgSchema = z.strictObject({
   name: z.string().check(z.trim(), z.minLength(1), z.maxLength(128)),
@@ -67,8 +31,6 @@ export const orgSchema = z.object({
   createdAt: z.string(),
 });
 export type OrgView = z.infer<typeof orgSchema>;
-
-export const keyRoles = ['admin', 'member'] as const;
 
 export const createKeySchema = z
   .strictObject({

@@ -1,14 +1,15 @@
 import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
-import { sandboxOperationSchema, snapshotStatuses } from '../schemas/sandbox-operations.ts';
-import { sandboxStatuses, waitReasons } from '../schemas/sandbox-status.ts';
 import {
   idlePolicySchema,
   placementDecisionSchema,
   resourcesSchema,
   sandboxIdleSchema,
-} from '../schemas/sandboxes.ts';
-import { keyRoles, quotaSchema } from '../schemas/tenancy.ts';
+  sandboxOperationSchema,
+  snapshotStatuses,
+} from '../schemas/sandbox-parts.ts';
+import { sandboxStatuses, waitReasons } from '../schemas/sandbox-status.ts';
+import { keyRoles, quotaSchema } from '../schemas/tenancy-parts.ts';
 import * as z from '../zod.ts';
 
 /**

@@ -4,15 +4,18 @@ import { fromMicros } from '../budgets/prices.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { round, usageLimits } from '../quotas/usage.ts';
-import type { IdlePolicy } from '../schemas/sandboxes.ts';
+import type { IdlePolicy } from '../schemas/sandbox-parts.ts';
 import type {
   BudgetView,
   createKeySchema,
   createOrgSchema,
   createProjectSchema,
+  KeyView,
+  OrgView,
+  ProjectView,
   setQuotaSchema,
 } from '../schemas/tenancy.ts';
-import { type KeyView, type OrgView, type ProjectView, quotaSchema } from '../schemas/tenancy.ts';
+import { quotaSchema } from '../schemas/tenancy-parts.ts';
 import type { Page, PageRequest } from '../store/page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';

@@ -97,6 +97,33 @@ describe('function bundles, as the CDK app builds them', () => {
     expect((await bundled('api')).all).toContain(securityHeaders);
   }, 120_000);
 
+  it("builds no API request or response shape in a worker's cold start: records share only their parts", async () => {
+    // Modules of the API's shapes (lib/schemas/sandbox-parts.ts and tenancy-parts.ts hold what records use).
+    const apiShapes = [
+      'lib/schemas/sandboxes.ts',
+      'lib/schemas/tenancy.ts',
+      'lib/schemas/sandbox-operations.ts',
+      'lib/schemas/common.ts',
+    ];
+    for (const worker of [
+      'provision',
+      'terminate',
+      'operations',
+      'webhooks',
+      'sweep',
+      'reconcile',
+      'pool-refresh',
+    ]) {
+      const { coldStart } = await bundled(worker);
+      expect(
+        coldStart.filter((input) => apiShapes.includes(input)),
+        worker,
+      ).toEqual([]);
+      expect(coldStart, worker).toContain('lib/schemas/sandbox-parts.ts');
+    }
+    expect((await bundled('api')).coldStart).toEqual(expect.arrayContaining(apiShapes));
+  }, 180_000);
+
   it('follows static imports transitively, never dynamic ones', () => {
     const dir = join(out, 'closure');
     const at = (file: string) => relative(bundleRoot, join(dir, file));

@@ -311,7 +311,8 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     // The same call without a command: the route's own check (exactly one of command or args) refuses it.
     const refused = await invoke('ApiStream', 'api-mcp-exec.json', {
       ...ids,
-      [String.raw`\"command\":\"echo hi\"`]: String.raw`\"cwd\":\"/work\"`,
+      // The JSON body as it stands, escaped, inside the event file's JSON.
+      '\\"command\\":\\"echo hi\\"': '\\"cwd\\":\\"/work\\"',
     });
     const refusedResult = parseJson(toolCall, jsonRpcAnswer(refused.body)).result;
     expect(refusedResult.isError).toBe(true);

@@ -18,7 +18,7 @@ import { holdingsOf, type Usage, usageLimits } from '../../lib/quotas/usage.ts';
 import { reconcile } from '../../lib/scheduler/reconcile.ts';
 import { sweep } from '../../lib/scheduler/sweep.ts';
 import { isTerminal, type SandboxStatus, sandboxStatuses } from '../../lib/schemas/sandbox-status.ts';
-import type { Quota } from '../../lib/schemas/tenancy.ts';
+import type { Quota } from '../../lib/schemas/tenancy-parts.ts';
 import { installationChain } from '../../lib/store/audit/port.ts';
 import type { Store } from '../../lib/store/port.ts';
 import type { SandboxRecord } from '../../lib/store/records.ts';

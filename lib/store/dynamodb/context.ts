@@ -1,6 +1,6 @@
 import { errors } from '../../errors.ts';
 import { type Usage, zeroUsage } from '../../quotas/usage.ts';
-import type { Quota } from '../../schemas/tenancy.ts';
+import type { Quota } from '../../schemas/tenancy-parts.ts';
 import { type OrgRecord, orgRecordSchema, usageSchema } from '../records.ts';
 import type { AuditOutbox } from './audit-outbox.ts';
 import { keyOf } from './items.ts';

@@ -1,6 +1,6 @@
 import type { AuditEvent } from '../../audit/chain.ts';
 import { type Usage, usageLimits } from '../../quotas/usage.ts';
-import type { Quota } from '../../schemas/tenancy.ts';
+import type { Quota } from '../../schemas/tenancy-parts.ts';
 import type { SandboxRecord } from '../records.ts';
 import { dueKeyOf, indexedStatuses } from '../sandboxes/status-index.ts';
 import { tableKeys } from './table.ts';

@@ -1,8 +1,8 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import type { Ledger } from '../../budgets/ledger.ts';
 import type { Usage } from '../../quotas/usage.ts';
-import type { IdlePolicy } from '../../schemas/sandboxes.ts';
-import type { Quota } from '../../schemas/tenancy.ts';
+import type { IdlePolicy } from '../../schemas/sandbox-parts.ts';
+import type { Quota } from '../../schemas/tenancy-parts.ts';
 import type { Page, PageRequest } from '../page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord, SandboxRecord } from '../records.ts';
 

@@ -6,7 +6,7 @@ import type { AuditEvent } from '../../../lib/audit/chain.ts';
 import { parseConfig } from '../../../lib/config.ts';
 import { EventBridgePublisher } from '../../../lib/events/eventbridge.ts';
 import { type LifecycleEvent, lifecycleEventsOf, publishLifecycleEvents } from '../../../lib/events/port.ts';
-import { quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import { quotaSchema } from '../../../lib/schemas/tenancy-parts.ts';
 import { documentClient, localDynamoDbClient } from '../../../lib/store/dynamodb/client.ts';
 import { type DynamoDbStore, dynamoDbStore } from '../../../lib/store/dynamodb/dynamodb-store.ts';
 import { ensureTable } from '../../../lib/store/dynamodb/table.ts';

@@ -7,7 +7,7 @@ import type { WorkMessage } from '../../../lib/queue/port.ts';
 import { runOperation } from '../../../lib/scheduler/operations-worker.ts';
 import { provisionSandbox } from '../../../lib/scheduler/provision.ts';
 import { reconcile } from '../../../lib/scheduler/reconcile.ts';
-import type { IdlePolicy } from '../../../lib/schemas/sandboxes.ts';
+import type { IdlePolicy } from '../../../lib/schemas/sandbox-parts.ts';
 import { DaytonaFake } from '../../fakes/daytona-server.ts';
 import { LambdaMicrovmsFake } from '../../fakes/lambda-microvms-server.ts';
 import { fakeAccessKeyId, fakeImage, microvmsClient } from '../../helpers/lambda-microvms.ts';

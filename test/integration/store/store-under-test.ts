@@ -2,7 +2,7 @@ import type { AuditEvent } from '../../../lib/audit/chain.ts';
 import { ApiError } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
 import type { SandboxStatus } from '../../../lib/schemas/sandbox-status.ts';
-import { type Quota, quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import { type Quota, quotaSchema } from '../../../lib/schemas/tenancy-parts.ts';
 import type { Store } from '../../../lib/store/port.ts';
 import type { OrgRecord, SandboxRecord } from '../../../lib/store/records.ts';
 import { sandboxRecord } from '../../helpers/records.ts';

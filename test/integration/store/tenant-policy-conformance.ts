@@ -5,7 +5,7 @@ import { ApiError } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
 import { transitionSandbox } from '../../../lib/sandboxes/transition.ts';
 import type { SandboxStatus } from '../../../lib/schemas/sandbox-status.ts';
-import { quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import { quotaSchema } from '../../../lib/schemas/tenancy-parts.ts';
 import type { WebhookRecord } from '../../../lib/schemas/webhooks.ts';
 import type { Store } from '../../../lib/store/port.ts';
 import type { OrgRecord, ProjectRecord, SandboxRecord } from '../../../lib/store/records.ts';

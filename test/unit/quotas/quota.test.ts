@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { exceededQuota, holdingsOf, neverFits, usageDelta, zeroUsage } from '../../../lib/quotas/usage.ts';
 import type { SandboxStatus } from '../../../lib/schemas/sandbox-status.ts';
-import { quotaSchema } from '../../../lib/schemas/tenancy.ts';
+import { quotaSchema } from '../../../lib/schemas/tenancy-parts.ts';
 
 /**
  * What a sandbox reserves in each status, written out from the specification (seeds 001, "Stop",
