@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { env } from '../functions/environment.ts';
 import { bundleEntryName, functionBundleOptions, staticClosure } from '../infra/function-bundle.ts';
 import { percentile, printTable } from './stats.ts';
 
@@ -94,8 +95,57 @@ function hasValgrind(): boolean {
 
 /** Instructions a fresh, deterministic Node process executes to start and import the module. */
 function importInstructions(file: string): number {
-  const script = `await import(${JSON.stringify(file)});`;
-  const { stderr } = spawnSync(
+  return instructions(`await import(${JSON.stringify(file)});`);
+}
+
+/**
+ * The environment a deployed function finds (functions/environment.ts), pointed nowhere: the first
+ * invocations measured below make no backend call. One OpenSandbox pool, the admin key inline.
+ */
+const functionEnvironment: Record<string, string> = {
+  AWS_REGION: 'eu-west-1',
+  AWS_ACCESS_KEY_ID: 'bench',
+  AWS_SECRET_ACCESS_KEY: 'bench',
+  [env.configJson]: JSON.stringify({
+    pools: [
+      { name: 'bench', adapter: 'opensandbox', maxConcurrency: 5, config: { apiURL: 'http://127.0.0.1:9' } },
+    ],
+  }),
+  [env.adminKey]: `dadm_${'k'.repeat(32)}`,
+  [env.tableName]: 'bench',
+  [env.provisionQueueUrl]: 'http://127.0.0.1:9/provision',
+  [env.terminateQueueUrl]: 'http://127.0.0.1:9/terminate',
+  [env.operationsQueueUrl]: 'http://127.0.0.1:9/operations',
+  [env.webhooksQueueUrl]: 'http://127.0.0.1:9/webhooks',
+};
+
+/**
+ * Instructions to import the module and answer one event, as a cold start does before any backend call:
+ * the container's wiring (configuration, clients, pools) and, for the api, the route table and a route.
+ * The answer must be `expected` (as JSON), so that no error path is measured instead.
+ */
+function firstInvocationInstructions(file: string, event: unknown, expected: string): number {
+  const context = "{ functionName: 'bench', awsRequestId: 'bench', getRemainingTimeInMillis: () => 30_000 }";
+  const { count, stdout } = run(
+    [
+      `const { handler } = await import(${JSON.stringify(file)});`,
+      `const answer = await handler(${JSON.stringify(event)}, ${context});`,
+      'process.stdout.write(`\\n${JSON.stringify(answer)}`);',
+    ].join('\n'),
+  );
+  const answer = stdout.split('\n').at(-1) ?? '';
+  if (!answer.includes(expected)) throw new Error(`${file} answered ${answer}, not ${expected}`);
+  return count;
+}
+
+/** Instructions a fresh, deterministic Node process executes to run the script. */
+function instructions(script: string): number {
+  return run(script).count;
+}
+
+/** Runs the script in a fresh, deterministic Node process under callgrind: its instructions and output. */
+function run(script: string): { count: number; stdout: string } {
+  const { stderr, stdout } = spawnSync(
     'valgrind',
     [
       '--tool=callgrind',
@@ -106,11 +156,12 @@ function importInstructions(file: string): number {
       '-e',
       script,
     ],
-    { encoding: 'utf8' },
+    { encoding: 'utf8', env: { ...process.env, ...functionEnvironment } },
   );
   const count = /I\s+refs:\s+([\d,]+)/.exec(stderr)?.[1];
-  if (count === undefined) throw new Error(`callgrind printed no instruction count for ${file}:\n${stderr}`);
-  return Number(count.replaceAll(',', ''));
+  if (count === undefined)
+    throw new Error(`callgrind printed no instruction count for ${script}:\n${stderr}`);
+  return { count: Number(count.replaceAll(',', '')), stdout };
 }
 
 const reference = await splitBundle(referenceEntry, join(out, 'sdk-clients'));
@@ -184,6 +235,41 @@ if (process.env.BENCH_INSTRUCTIONS !== '0' && hasValgrind()) {
   );
   const slowest = Math.max(...[...bundles.keys()].map((name) => (counts.get(name) ?? 0) / referenceCount));
   console.log(`largest import ratio in instructions: ${slowest.toFixed(2)} (goal <= 1.3)\n`);
+
+  // Past the import: the first invocation builds what the functions build per container (the reference
+  // built its clients at import and its handler does nothing). Events that make no backend call.
+  const health = {
+    httpMethod: 'GET',
+    path: '/v1/health',
+    headers: {},
+    queryStringParameters: null,
+    body: null,
+    isBase64Encoded: false,
+    requestContext: { requestId: 'bench' },
+  };
+  const firstEvents: [string, unknown, string][] = [
+    ['api', health, '"statusCode":200'],
+    ['provision', { Records: [] }, '{"batchItemFailures":[]}'],
+  ];
+  const referenceFirst = firstInvocationInstructions(reference.file, {}, '{}') - start;
+  printTable(
+    'Import and a first invocation that calls no backend, in instructions (api: GET /v1/health; provision: an empty batch)',
+    ['bundle', 'million instructions', 'x reference', 'of which the invocation'],
+    [
+      ['reference: the SDK clients alone', (referenceFirst / 1e6).toFixed(1), '1.00', '-'],
+      ...firstEvents.map(([name, event, expected]) => {
+        const bundle = bundles.get(name);
+        if (bundle === undefined) throw new Error(`no bundle ${name}`);
+        const count = firstInvocationInstructions(bundle.file, event, expected) - start;
+        return [
+          name,
+          (count / 1e6).toFixed(1),
+          (count / referenceFirst).toFixed(2),
+          `${((count - (counts.get(name) ?? 0)) / 1e6).toFixed(1)} M`,
+        ];
+      }),
+    ],
+  );
 } else {
   console.log('import instructions: not counted (valgrind is not installed, or BENCH_INSTRUCTIONS=0)\n');
 }
