@@ -130,7 +130,7 @@ function firstInvocationInstructions(file: string, event: unknown, expected: str
     [
       `const { handler } = await import(${JSON.stringify(file)});`,
       `const answer = await handler(${JSON.stringify(event)}, ${context});`,
-      'process.stdout.write(`\\n${JSON.stringify(answer)}`);',
+      'process.stdout.write("\\n" + JSON.stringify(answer));',
     ].join('\n'),
   );
   const answer = stdout.split('\n').at(-1) ?? '';
