@@ -8,14 +8,6 @@ import * as z from './zod.ts';
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 /**
- * A whole-number setting between `min` and `max` (both allowed), `fallback` when the config leaves it out:
- * the shape of every numeric knob of the config and of the adapter kinds' configs.
- */
-export function intSetting(min: number, max: number, fallback: number) {
-  return z._default(z.int().check(z.gte(min), z.lte(max)), fallback);
-}
-
-/**
  * Environment variables that belong to the control plane or its runtime (its own settings, the AWS
  * session credentials of the function's role, the Lambda runtime's): no pool may name them, or a pool
  * would send them to an endpoint of the caller's choice.
@@ -172,21 +164,21 @@ export const configSchema = z
     policy: z._default(placementPolicySchema, { allowExternal: false, externalPools: [] }),
     scheduler: z._default(
       z.strictObject({
-        maxAttempts: intSetting(1, 20, 3),
-        provisionTimeoutSeconds: intSetting(5, 900, 120),
-        terminateTimeoutSeconds: intSetting(5, 900, 60),
+        maxAttempts: z._default(z.int().check(z.gte(1), z.lte(20)), 3),
+        provisionTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(900)), 120),
+        terminateTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(900)), 60),
         /**
          * The longest a stop, start, pause, resume or snapshot may take on the backend. The operations
          * worker runs it (the API waits only briefly, see api.operationWaitSeconds); with the worker's own
          * margin it stays within Lambda's 15 minutes.
          */
-        operationTimeoutSeconds: intSetting(5, 840, 600),
+        operationTimeoutSeconds: z._default(z.int().check(z.gte(5), z.lte(840)), 600),
         /** A queued sandbox idle this long has lost its provision message: the sweep sends a new one. */
-        lostMessageSeconds: intSetting(60, 86_400, 300),
+        lostMessageSeconds: z._default(z.int().check(z.gte(60), z.lte(86_400)), 300),
         /** A termination idle this long is stuck: the sweep sends a new terminate message. */
-        stuckTerminationSeconds: intSetting(60, 86_400, 600),
+        stuckTerminationSeconds: z._default(z.int().check(z.gte(60), z.lte(86_400)), 600),
         /** The reconciler leaves sandboxes changed this recently alone: a lifecycle call may be in flight. */
-        reconcileGraceSeconds: intSetting(1, 3600, 30),
+        reconcileGraceSeconds: z._default(z.int().check(z.gte(1), z.lte(3600)), 30),
       }),
       {
         maxAttempts: 3,
@@ -204,7 +196,7 @@ export const configSchema = z
          * The longest command the synchronous exec may run. API Gateway's integration timeout is 29 s,
          * so the default leaves margin; longer commands use the streamed form.
          */
-        syncExecMaxSeconds: intSetting(1, 900, 25),
+        syncExecMaxSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 25),
         /**
          * Cap on each of stdout and stderr returned by a synchronous exec, for every adapter (the rest is
          * cut and `truncated` set). Both at their cap, JSON-escaped, must fit Lambda's 6 MB response.

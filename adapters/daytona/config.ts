@@ -1,4 +1,3 @@
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /**
@@ -18,9 +17,9 @@ export const daytonaConfigSchema = z.lazy(() =>
     /** container (default) or linux-vm: only VM-class sandboxes pause with memory kept. */
     class: z._default(z.enum(['container', 'linux-vm']), 'container'),
     /** Preview URLs' lifetime. */
-    portURLSeconds: intSetting(1, 86_400, 3600),
-    readyTimeoutSeconds: intSetting(1, 900, 180),
-    pollIntervalMs: intSetting(10, 10_000, 1000),
+    portURLSeconds: z._default(z.int().check(z.gte(1), z.lte(86_400)), 3600),
+    readyTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 180),
+    pollIntervalMs: z._default(z.int().check(z.gte(10), z.lte(10_000)), 1000),
   }),
 );
 export type DaytonaConfig = z.infer<typeof daytonaConfigSchema>;

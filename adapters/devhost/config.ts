@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve as resolvePath } from 'node:path';
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /**
@@ -58,8 +57,8 @@ export const devhostConfigSchema = z.lazy(() =>
      * The pool's root must be reachable by it (the adapter makes the root itself 0711; its parents are
      * checked at start). Ignored when the control plane is not root: it cannot hand out another uid.
      */
-    runAsUid: intSetting(1, 4_294_967_294, 65534),
-    runAsGid: intSetting(1, 4_294_967_294, 65534),
+    runAsUid: z._default(z.int().check(z.gte(1), z.lte(4_294_967_294)), 65534),
+    runAsGid: z._default(z.int().check(z.gte(1), z.lte(4_294_967_294)), 65534),
   }),
 );
 export type DevhostConfig = z.infer<typeof devhostConfigSchema>;

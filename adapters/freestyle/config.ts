@@ -1,4 +1,3 @@
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /**
@@ -14,8 +13,8 @@ export const freestyleConfigSchema = z.lazy(() =>
     egress: z._default(z.enum(['none', 'public']), 'none'),
     /** Port URLs are TLS rules on <port>-<slug>.<domain>: a verified domain, or style.dev. */
     domain: z._default(z.string().check(z.minLength(1)), 'style.dev'),
-    readyTimeoutSeconds: intSetting(1, 900, 180),
-    pollIntervalMs: intSetting(10, 10_000, 2000),
+    readyTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 180),
+    pollIntervalMs: z._default(z.int().check(z.gte(10), z.lte(10_000)), 2000),
   }),
 );
 export type FreestyleConfig = z.infer<typeof freestyleConfigSchema>;

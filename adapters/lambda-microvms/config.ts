@@ -1,4 +1,3 @@
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /** A MicroVM image's ARN: what RunMicrovm requires (the bare name is refused by the service). */
@@ -50,15 +49,15 @@ export const lambdaMicrovmsConfigSchema = z.lazy(() =>
       z.array(z.string().check(z.regex(connectorArnPattern))).check(z.maxLength(10)),
     ),
     /** The port the guest agent listens on inside the VM (the service routes 443 to 8080 by default). */
-    guestPort: intSetting(1, 65_535, 8080),
+    guestPort: z._default(z.int().check(z.gte(1), z.lte(65_535)), 8080),
     /** The size the image was built for (an image is single-size): what placement may promise. */
-    vcpus: intSetting(1, 16, 2),
-    memoryMiB: intSetting(128, 32_768, 4096),
+    vcpus: z._default(z.int().check(z.gte(1), z.lte(16)), 2),
+    memoryMiB: z._default(z.int().check(z.gte(128), z.lte(32_768)), 4096),
     /** How long a VM may take from RunMicrovm to a guest agent that answers. */
-    readyTimeoutSeconds: intSetting(1, 900, 120),
-    pollIntervalMs: intSetting(10, 10_000, 1000),
+    readyTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 120),
+    pollIntervalMs: z._default(z.int().check(z.gte(10), z.lte(10_000)), 1000),
     /** Upper bound on one request to the guest agent; the caller's own deadline applies first. */
-    guestTimeoutSeconds: intSetting(1, 8100, 8100),
+    guestTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(8100)), 8100),
   }),
 );
 export type LambdaMicrovmsConfig = z.infer<typeof lambdaMicrovmsConfigSchema>;

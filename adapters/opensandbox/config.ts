@@ -1,4 +1,3 @@
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /**
@@ -29,10 +28,10 @@ export const openSandboxConfigSchema = z.lazy(() =>
     /** signed: time-limited URLs through the ingress gateway (Kubernetes, secure access). */
     ports: z._default(z.enum(['none', 'signed']), 'none'),
     portScheme: z._default(z.enum(['http', 'https']), 'https'),
-    portURLSeconds: intSetting(60, 7 * 24 * 3600, 3600),
+    portURLSeconds: z._default(z.int().check(z.gte(60), z.lte(7 * 24 * 3600)), 3600),
     /** How long Create waits for Running and execd. The scheduler's provision timeout bounds it first. */
-    readyTimeoutSeconds: intSetting(1, 900, 180),
-    pollIntervalMs: intSetting(10, 10_000, 500),
+    readyTimeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(900)), 180),
+    pollIntervalMs: z._default(z.int().check(z.gte(10), z.lte(10_000)), 500),
   }),
 );
 export type OpenSandboxConfig = z.infer<typeof openSandboxConfigSchema>;

@@ -1,4 +1,3 @@
-import { intSetting } from '../../lib/config.ts';
 import * as z from '../../lib/zod.ts';
 
 /**
@@ -10,7 +9,7 @@ export const remoteConfigSchema = z.lazy(() =>
     /** The plugin server's base URL (the protocol's routes live under /adapter/v1). */
     endpoint: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
     /** Upper bound on one request; the caller's own deadline applies first. Default 2 h 15 min. */
-    timeoutSeconds: intSetting(1, 24 * 3600, 8100),
+    timeoutSeconds: z._default(z.int().check(z.gte(1), z.lte(24 * 3600)), 8100),
   }),
 );
 export type RemoteConfig = z.infer<typeof remoteConfigSchema>;
