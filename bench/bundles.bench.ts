@@ -16,20 +16,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { env } from '../functions/environment.ts';
-import { bundleEntryName, functionBundleOptions, staticClosure } from '../infra/function-bundle.ts';
+import {
+  bundleEntryName,
+  functionBundleOptions,
+  functionEntries,
+  staticClosure,
+} from '../infra/function-bundle.ts';
 import { percentile, printTable } from './stats.ts';
 
-const functions = [
-  'api',
-  'api-stream',
-  'provision',
-  'terminate',
-  'operations',
-  'webhooks',
-  'sweep',
-  'reconcile',
-  'pool-refresh',
-];
 const out = mkdtempSync(join(tmpdir(), 'differently-bundles-'));
 const runs = Number(process.env.BENCH_IMPORT_RUNS ?? 9);
 
@@ -168,7 +162,7 @@ const reference = await splitBundle(referenceEntry, join(out, 'sdk-clients'));
 const unsplitReference = await unsplitBundle(referenceEntry, join(out, 'sdk-clients-one-file'));
 
 const bundles = new Map<string, Bundle>();
-for (const name of functions)
+for (const name of functionEntries)
   bundles.set(name, await splitBundle(join(root, 'functions', `${name}.ts`), join(out, name)));
 
 // Samples interleaved (the references, then each function, repeated), so load and drift fall on all alike.

@@ -102,6 +102,22 @@ export function buildFunctionSync(entryFile: string, outdir: string): void {
   });
 }
 
+/** The entries under functions/ bundled as Lambda functions: the API's two, then the workers. */
+export const functionEntries = [
+  'api',
+  'api-stream',
+  'provision',
+  'terminate',
+  'operations',
+  'webhooks',
+  'sweep',
+  'reconcile',
+  'pool-refresh',
+] as const;
+
+/** The functions that serve no HTTP: queue workers and schedules. */
+export const workerEntries = functionEntries.filter((entry) => entry !== 'api' && entry !== 'api-stream');
+
 /** The entry's file name, without extension: the handler setting is `index.<export>`. */
 export const bundleEntryName = 'index';
 

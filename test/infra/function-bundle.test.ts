@@ -5,7 +5,12 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bundleRoot, functionBundleOptions, staticClosure } from '../../infra/function-bundle.ts';
+import {
+  bundleRoot,
+  functionBundleOptions,
+  staticClosure,
+  workerEntries,
+} from '../../infra/function-bundle.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const out = mkdtempSync(join(tmpdir(), 'function-bundle-'));
@@ -105,15 +110,7 @@ describe('function bundles, as the CDK app builds them', () => {
       'lib/schemas/sandbox-operations.ts',
       'lib/schemas/common.ts',
     ];
-    for (const worker of [
-      'provision',
-      'terminate',
-      'operations',
-      'webhooks',
-      'sweep',
-      'reconcile',
-      'pool-refresh',
-    ]) {
+    for (const worker of workerEntries) {
       const { coldStart } = await bundled(worker);
       expect(
         coldStart.filter((input) => apiShapes.includes(input)),
