@@ -2,7 +2,7 @@ import type { PluginExecutionMode } from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { once } from '../lib/once.ts';
-import { type KindOptions, type MiddlewareOptions, withMiddlewares } from './middlewares.ts';
+import { type KindOptions, withMiddlewares } from './middlewares.ts';
 import { type Observability, observability } from './observability.ts';
 import { containerFromEnv } from './wiring.ts';
 
@@ -22,20 +22,13 @@ export type FunctionDefinition<E, R> = KindOptions & {
   correlationId?: (event: E) => string | undefined;
 };
 
-/** The middleware stack's options from a function's definition. */
-function middlewareOptions<E, R>(definition: FunctionDefinition<E, R>): MiddlewareOptions<E> {
-  const kind: KindOptions =
-    definition.kind === 'http' ? { kind: 'http', edge: definition.edge } : { kind: definition.kind };
-  return definition.correlationId === undefined ? kind : { ...kind, correlationId: definition.correlationId };
-}
-
 /** A container's handler: the function's work inside the middleware stack (the local runtime builds these). */
 export function handlerFor<E, R>(
   definition: FunctionDefinition<E, R>,
   container: ControlPlaneDeps,
   tools: Observability = observability,
 ) {
-  return withMiddlewares(definition.core(container, tools), tools, middlewareOptions(definition));
+  return withMiddlewares(definition.core(container, tools), tools, definition);
 }
 
 /**
@@ -47,7 +40,7 @@ export function lambdaEntry<E, R>(definition: FunctionDefinition<E, R>, executio
   return withMiddlewares<E, R>(
     async (event, context) => (await work())(event, context),
     observability,
-    middlewareOptions(definition),
+    definition,
     executionMode,
   );
 }

@@ -11,4 +11,4 @@ if (entry === undefined || outdir === undefined) {
   console.error('usage: node infra/build-function.ts <entry file> <output folder>');
   process.exit(2);
 }
-await build({ ...functionBundleOptions(entry, outdir), logLevel: 'error' });
+await build(functionBundleOptions(entry, outdir));

@@ -10,14 +10,19 @@ import * as z from '../zod.ts';
 /** CPU is reserved in quarters: every sum of quarters is exact in floating point, so quotas never drift. */
 export const cpuStep = 0.25;
 
-const resourceFields = {
-  cpu: z
+/** An amount of CPU named `field`: whole quarters, at least one, at most `max`. */
+export function cpuQuarters(field: string, max: number) {
+  return z
     .number()
     .check(
-      z.gte(cpuStep, { error: `cpu must be at least ${cpuStep}` }),
-      z.lte(256),
-      z.multipleOf(cpuStep, { error: `cpu comes in steps of ${cpuStep}` }),
-    ),
+      z.gte(cpuStep, { error: `${field} must be at least ${cpuStep}` }),
+      z.lte(max),
+      z.multipleOf(cpuStep, { error: `${field} comes in steps of ${cpuStep}` }),
+    );
+}
+
+const resourceFields = {
+  cpu: cpuQuarters('cpu', 256),
   memoryMiB: z.int().check(z.gte(128), z.lte(1024 * 1024)),
   diskGiB: z.int().check(z.gte(1), z.lte(16 * 1024)),
 };

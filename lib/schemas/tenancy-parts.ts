@@ -1,5 +1,5 @@
 import * as z from '../zod.ts';
-import { cpuStep } from './sandbox-parts.ts';
+import { cpuQuarters } from './sandbox-parts.ts';
 
 /**
  * The parts of an org and a key that their stored records (lib/store/records.ts) and their API shapes
@@ -10,13 +10,7 @@ import { cpuStep } from './sandbox-parts.ts';
 const quotaFields = {
   // In the sandboxes' own steps: every quota is then a sum of quarters, exact in floating point and in
   // DynamoDB's numbers (which refuse magnitudes below 1e-130, so a tiny one was a 500, not a 400).
-  maxCPU: z
-    .number()
-    .check(
-      z.gte(cpuStep, { error: `maxCPU must be at least ${cpuStep}` }),
-      z.lte(1_000_000),
-      z.multipleOf(cpuStep, { error: `maxCPU comes in steps of ${cpuStep}` }),
-    ),
+  maxCPU: cpuQuarters('maxCPU', 1_000_000),
   maxMemoryMiB: z.int().check(z.positive()),
   maxDiskGiB: z.int().check(z.positive()),
   maxSandboxes: z.int().check(z.positive()),
