@@ -73,8 +73,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   };
   // The route table: REST, the MCP endpoint (its tools are REST routes), the OpenAPI document of all.
   const rest = restRoutes(routeDeps);
-  const routes = [...rest, ...mcpRoutes(routeDeps, rest)];
-  routes.push(openApiRoute(routes, apiVersion));
+  const routes = [...rest, ...mcpRoutes(routeDeps, rest), openApiRoute()];
   const authenticator = createAuthenticator(deps.store, deps.adminKey);
   const handleApi = createRouter(routes, {
     authenticator,

@@ -102,6 +102,22 @@ describe('function bundles, as the CDK app builds them', () => {
     expect((await bundled('api')).all).toContain(securityHeaders);
   }, 120_000);
 
+  it('serves the OpenAPI document as built: neither it nor a JSON Schema generator is in the API cold start', async () => {
+    const generators = [
+      'lib/http/openapi.ts',
+      'node_modules/zod/v4/core/to-json-schema.js',
+      'node_modules/zod/v4/core/json-schema-processors.js',
+    ];
+    for (const entry of ['api', 'api-stream']) {
+      const { coldStart, all } = await bundled(entry);
+      expect(coldStart.filter((input) => generators.includes(input) || input === 'docs/openapi.json')).toEqual(
+        [],
+      );
+      // The document itself comes with its first request, in a chunk of its own.
+      expect(all, entry).toContain('docs/openapi.json');
+    }
+  }, 120_000);
+
   it("builds no API request or response shape in a worker's cold start: records share only their parts", async () => {
     // Modules of the API's shapes (lib/schemas/sandbox-parts.ts and tenancy-parts.ts hold what records use).
     const apiShapes = [

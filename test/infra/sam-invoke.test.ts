@@ -289,6 +289,13 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     // Without ?stream=1 the exec route answers one JSON document, through the streaming function still.
     expect(lines).toEqual([expect.objectContaining({ exitCode: 0, stdout: 'hi\n' })]);
 
+    // The OpenAPI document as bundled: the committed one (a chunk imported on its first request), not rebuilt.
+    const documentCall = await invoke('Api', 'api-openapi.json');
+    const document = apiResult.parse(documentCall.result);
+    expect(document.statusCode, documentCall.logs).toBe(200);
+    const committed = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
+    expect(parseJson(jsonObject, document.body)).toEqual(parseJson(jsonObject, committed));
+
     // The MCP endpoint as bundled: the MCP SDK runs on its own copy of zod (infra/function-bundle.ts), which
     // must read the routes' schemas (built with lib/zod.ts) for the tool list and check a call with them.
     const listed = await invoke('ApiStream', 'api-mcp-tools-list.json', ids);
