@@ -20,6 +20,7 @@ import {
   bundleEntryName,
   functionBundleOptions,
   functionEntries,
+  functionNodeOptions,
   staticClosure,
 } from '../infra/function-bundle.ts';
 import { percentile, printTable } from './stats.ts';
@@ -66,10 +67,22 @@ async function unsplitBundle(entry: string, outdir: string): Promise<Bundle> {
   return { file, bytes, allBytes: bytes, files: 1 };
 }
 
+/**
+ * The Node options a bundle is imported with: a function's as deployed (infra/function-bundle.ts), so an
+ * option that costs at import shows here; the references run bare.
+ */
+function nodeOptionsOf(file: string): readonly string[] {
+  return file === reference.file || file === unsplitReference.file ? [] : functionNodeOptions;
+}
+
 /** Wall time of importing the module in a fresh process (what a Lambda cold start pays before any work). */
 function importMs(file: string): number {
   const script = `const t=performance.now(); await import(${JSON.stringify(file)}); process.stdout.write(String(performance.now()-t));`;
-  return Number(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+  return Number(
+    execFileSync(process.execPath, [...nodeOptionsOf(file), '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    }),
+  );
 }
 
 /**
@@ -89,7 +102,7 @@ function hasValgrind(): boolean {
 
 /** Instructions a fresh, deterministic Node process executes to start and import the module. */
 function importInstructions(file: string): number {
-  return instructions(`await import(${JSON.stringify(file)});`);
+  return run(`await import(${JSON.stringify(file)});`, nodeOptionsOf(file)).count;
 }
 
 /**
@@ -126,19 +139,15 @@ function firstInvocationInstructions(file: string, event: unknown, expected: str
       `const answer = await handler(${JSON.stringify(event)}, ${context});`,
       'process.stdout.write("\\n" + JSON.stringify(answer));',
     ].join('\n'),
+    nodeOptionsOf(file),
   );
   const answer = stdout.split('\n').at(-1) ?? '';
   if (!answer.includes(expected)) throw new Error(`${file} answered ${answer}, not ${expected}`);
   return count;
 }
 
-/** Instructions a fresh, deterministic Node process executes to run the script. */
-function instructions(script: string): number {
-  return run(script).count;
-}
-
 /** Runs the script in a fresh, deterministic Node process under callgrind: its instructions and output. */
-function run(script: string): { count: number; stdout: string } {
+function run(script: string, nodeOptions: readonly string[] = []): { count: number; stdout: string } {
   const { stderr, stdout } = spawnSync(
     'valgrind',
     [
@@ -146,6 +155,7 @@ function run(script: string): { count: number; stdout: string } {
       '--callgrind-out-file=/dev/null',
       process.execPath,
       ...deterministicNode,
+      ...nodeOptions,
       '--input-type=module',
       '-e',
       script,

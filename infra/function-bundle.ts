@@ -56,6 +56,14 @@ export const librariesOwnZod: Plugin = {
 };
 
 /**
+ * The Node options a deployed function runs with: none. Not `--enable-source-maps`: with it Node reads
+ * and measures the source map of every file it loads, at import (the api's cold start cost 692 M
+ * instructions with it, 553 M without, the bench's count); a logged stack is mapped offline instead
+ * (`npm run stack-trace`). The bundle bench imports the functions with these options.
+ */
+export const functionNodeOptions: readonly string[] = [];
+
+/**
  * How every Lambda function is bundled, for the CDK app's house construct
  * (infra/cdk/constructs/control-plane-function.ts) and the bundle benchmark alike: minified ESM for
  * nodejs24.x, split into chunks. The entry (`index.mjs`, the handler file) statically imports only what
@@ -74,7 +82,11 @@ export function functionBundleOptions(entryFile: string, outdir: string): BuildO
     format: 'esm',
     target: 'node24',
     minify: true,
+    // Maps beside the files, for `npm run stack-trace` (infra/bundle-stack-trace.ts), never read by a
+    // function: see functionNodeOptions. The sources' text stays out (the repository has it): a third of
+    // the size.
     sourcemap: true,
+    sourcesContent: false,
     // Lambda takes `index.mjs` as ESM without a package.json beside it.
     outExtension: { '.js': '.mjs' },
     chunkNames: 'chunks/[name]-[hash]',

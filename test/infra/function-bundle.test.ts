@@ -110,9 +110,9 @@ describe('function bundles, as the CDK app builds them', () => {
     ];
     for (const entry of ['api', 'api-stream']) {
       const { coldStart, all } = await bundled(entry);
-      expect(coldStart.filter((input) => generators.includes(input) || input === 'docs/openapi.json')).toEqual(
-        [],
-      );
+      expect(
+        coldStart.filter((input) => generators.includes(input) || input === 'docs/openapi.json'),
+      ).toEqual([]);
       // The document itself comes with its first request, in a chunk of its own.
       expect(all, entry).toContain('docs/openapi.json');
     }

@@ -86,6 +86,9 @@ describe('the CDK app', () => {
       const declared = Object.keys(fn.Properties.Environment.Variables);
       expect(declared).toEqual(expect.arrayContaining([...Object.values(env), ...sdkEndpointVariables]));
       expect(fn.Properties.Environment.Variables.DIFFERENTLY_ADMIN_KEY).toBe('');
+      // No Node option that costs at every cold start: `--enable-source-maps` reads every loaded file's
+      // map at import (docs/performance.md); stacks are mapped offline (`npm run stack-trace`).
+      expect(fn.Properties.Environment.Variables.NODE_OPTIONS ?? '').not.toContain('source-maps');
     }
   });
 

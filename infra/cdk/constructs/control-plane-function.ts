@@ -8,7 +8,7 @@ import { Architecture, Code, Function as LambdaFunction, Runtime, Tracing } from
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { env, metricsNamespace, sdkEndpointVariables } from '../../../functions/environment.ts';
-import { buildFunctionSync, bundleEntryName } from '../../function-bundle.ts';
+import { buildFunctionSync, bundleEntryName, functionNodeOptions } from '../../function-bundle.ts';
 
 /** The repository root: function entries are found from here. */
 export const projectRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -44,7 +44,7 @@ export function functionEnvironment(specific: Record<string, string>): Record<st
   );
   return {
     ...declared,
-    NODE_OPTIONS: '--enable-source-maps',
+    ...(functionNodeOptions.length > 0 && { NODE_OPTIONS: functionNodeOptions.join(' ') }),
     POWERTOOLS_SERVICE_NAME: 'differently',
     POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
     POWERTOOLS_LOG_LEVEL: 'INFO',
@@ -77,10 +77,10 @@ class LocalBundling implements ILocalBundling {
 
 /**
  * The one way this app builds a Lambda function: bundled with the locally installed esbuild (no Docker)
- * as infra/function-bundle.ts says (ESM, minified with source maps, split into chunks so a cold start
- * loads only what every invocation runs), nodejs24.x on arm64, active tracing, its own log group with
- * retention, Powertools settings, and the validated config inside the bundle. Not NodejsFunction: it
- * always bundles to one file.
+ * as infra/function-bundle.ts says (ESM, minified, split into chunks so a cold start loads only what every
+ * invocation runs; source maps beside the files, for `npm run stack-trace`, never read by the function),
+ * nodejs24.x on arm64, active tracing, its own log group with retention, Powertools settings, and the
+ * validated config inside the bundle. Not NodejsFunction: it always bundles to one file.
  */
 export class ControlPlaneFunction extends Construct {
   readonly fn: LambdaFunction;
