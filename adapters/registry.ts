@@ -110,31 +110,35 @@ export function poolBuilder(config: Config, options: BuildPoolsOptions): PoolBui
 /**
  * Builds every configured pool. A pool whose credential does not resolve starts without an adapter (and
  * so unhealthy, with the reason); one whose capabilities cannot be read starts with its declared features
- * and is marked unhealthy until the next probe.
+ * and is marked unhealthy until the next probe. The pools are built side by side, in the config's order:
+ * each may wait on its credential (Secrets Manager) and its capabilities probe (a remote plugin's answer, up
+ * to the probe timeout), and a cold start waits for the slowest of them, not for their sum.
  */
 export async function buildPools(config: Config, options: BuildPoolsOptions): Promise<PoolRegistry> {
-  const pools: Pool[] = [];
-  const unreachable: string[] = [];
-  for (const spec of config.pools) {
-    try {
-      const { reachable, ...pool } = await buildPool(spec, options);
-      if (!reachable) unreachable.push(spec.name);
-      pools.push(pool);
-    } catch (error) {
-      // Named, never echoed: the message says which reference failed, not any value.
-      options.log.error('pool could not be built; it has no adapter', {
-        pool: spec.name,
-        error: describeError(error),
-      });
-      pools.push({
-        config: { ...spec, features: spec.features ?? [] },
-        adapter: undefined,
-        problem: (error as Error).message,
-        capabilities: null,
-        source: 'config',
-      });
-    }
-  }
+  const built = await Promise.all(
+    config.pools.map(async (spec): Promise<{ pool: Pool; unreachable: boolean }> => {
+      try {
+        const { reachable, ...pool } = await buildPool(spec, options);
+        return { pool, unreachable: !reachable };
+      } catch (error) {
+        // Named, never echoed: the message says which reference failed, not any value.
+        options.log.error('pool could not be built; it has no adapter', {
+          pool: spec.name,
+          error: describeError(error),
+        });
+        const pool: Pool = {
+          config: { ...spec, features: spec.features ?? [] },
+          adapter: undefined,
+          problem: (error as Error).message,
+          capabilities: null,
+          source: 'config',
+        };
+        return { pool, unreachable: false };
+      }
+    }),
+  );
+  const pools = built.map(({ pool }) => pool);
+  const unreachable = built.filter((entry) => entry.unreachable).map(({ pool }) => pool.config.name);
   if (unreachable.length > 0) {
     // Not marked down from here: health is shared state, decided by probes and adapter errors (lib/pools/registry.ts).
     options.log.warn('pools unreachable at cold start; their features come from the next probe', {
