@@ -229,7 +229,7 @@ if (process.env.BENCH_INSTRUCTIONS !== '0' && hasValgrind()) {
   );
   const referenceCount = counts.get('reference') ?? Number.NaN;
   printTable(
-    'Module import in instructions (callgrind, deterministic V8: one thread, fixed seeds; a bare process start subtracted)',
+    `Module import in instructions (callgrind, deterministic V8: one thread, fixed seeds; a bare process start subtracted; functions with their deployed Node options: ${functionNodeOptions.join(' ') || 'none'})`,
     ['bundle', 'million instructions', 'x reference'],
     [...counts].map(([name, count]) => [
       name === 'reference' ? 'reference: the SDK clients alone' : name,
