@@ -24,10 +24,20 @@ import {
   type Streamer,
   unboundedCapacity,
 } from '../../lib/adapter/port.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
 import { isId, newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
+import { ProcessTable } from '../process-table.ts';
 import type { DevhostConfig } from './config.ts';
+import { helperArgv, launchInteractive } from './interactive-process.ts';
 import {
   bubblewrapAvailable,
   type JailProbe,
@@ -64,6 +74,8 @@ type Meta = z.infer<typeof metaSchema>;
 export const devhostFeatures = [
   'exec',
   'exec.stream',
+  'exec.stdin',
+  'exec.pty',
   'files',
   'lifecycle.stop-start',
   'persistence.disk',
@@ -82,10 +94,17 @@ const snapshotRefPattern = /^dsnap_[0-9A-HJKMNP-TV-Z]{26}$/;
  */
 const runningCommands = new Map<string, Set<AbortController>>();
 
+/**
+ * Interactive processes on this host, by instance and pid: module state for the same reason as the
+ * commands (any container's call reaches the process another container started, as on a real backend).
+ */
+const interactive = new ProcessTable();
+
 /** Ends every devhost command of this process (the local runtime's shutdown). */
 export function endDevhostCommands(): void {
   for (const commands of runningCommands.values()) for (const command of commands) command.abort();
   runningCommands.clear();
+  interactive.endEverything();
 }
 
 /** The only template a devhost pool has: the host environment (npm start's catalog names it too). */
@@ -116,7 +135,9 @@ export async function reapDevhostFolders(roots: readonly string[]): Promise<numb
  * The control plane's own environment is never passed to commands (it may hold keys).
  */
 
-export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter {
+export class DevhostAdapter
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter, ProcessHost
+{
   readonly #config: DevhostConfig;
 
   /** The jail's measured isolation; undefined when commands run unjailed. */
@@ -252,6 +273,7 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     // A sandbox's processes end with it.
     for (const command of runningCommands.get(ref) ?? []) command.abort();
     runningCommands.delete(ref);
+    interactive.endAll(ref);
     await removeTree(this.#dir(ref));
     madeHere.delete(resolvePath(this.#dir(ref)));
   }
@@ -297,6 +319,55 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
 
   async stop(ref: string): Promise<void> {
     await this.#setState(ref, 'running', 'stopped');
+    // A stopped sandbox runs nothing: its interactive processes end as its execs would.
+    interactive.endAll(ref);
+  }
+
+  async startProcess(ref: string, request: ProcessStartRequest): Promise<ProcessInfo> {
+    const command = request.shell ? ['/bin/sh', '-c', ...request.argv] : request.argv;
+    const env = request.pty === undefined ? request.env : { TERM: 'xterm-256color', ...request.env };
+    const launch = await this.#launch(ref, request.cwd, env, helperArgv(request.pty, command));
+    const timeoutSeconds = Math.min(request.timeoutSeconds, devhostMaxTimeoutSeconds);
+    const tracked = interactive.start(ref, request, (process) =>
+      launchInteractive({ ...launch, timeoutSeconds }, process, (exitCode) =>
+        interactive.ended(ref, process, exitCode),
+      ),
+    );
+    return { ...tracked.info };
+  }
+
+  async listProcesses(ref: string): Promise<ProcessInfo[]> {
+    await this.#fsRoot(ref);
+    return interactive.list(ref);
+  }
+
+  async attachProcess(
+    ref: string,
+    pid: number,
+    emit: ExecEmit,
+    opts?: CallOptions,
+  ): Promise<number | undefined> {
+    return interactive.get(ref, pid).attach(emit, opts?.signal);
+  }
+
+  async readProcessOutput(ref: string, pid: number, maxBytes: number): Promise<ProcessOutput> {
+    return interactive.get(ref, pid).read(maxBytes);
+  }
+
+  async writeStdin(ref: string, pid: number, data: Uint8Array): Promise<void> {
+    interactive.get(ref, pid).write(data);
+  }
+
+  async closeStdin(ref: string, pid: number): Promise<void> {
+    interactive.get(ref, pid).closeStdin();
+  }
+
+  async resizeProcess(ref: string, pid: number, size: TerminalSize): Promise<void> {
+    interactive.get(ref, pid).resize(size);
+  }
+
+  async signalProcess(ref: string, pid: number, signal: ProcessSignal): Promise<void> {
+    interactive.get(ref, pid).signal(signal);
   }
 
   async start(ref: string): Promise<void> {
@@ -340,17 +411,8 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
   }
 
   async #run(ref: string, request: ExecRequest, opts: CallOptions | undefined, onOutput: ExecEmit) {
-    const meta = await this.#readMeta(ref);
-    if (meta === undefined) throw adapterErrors.notFound(ref);
-    if (meta.state !== 'running')
-      throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
-    const root = join(this.#dir(ref), 'fs');
-    const cwdNames = await ensureSandboxDirectory(root, request.cwd ?? '/', this.#owner).catch(
-      (error: unknown) => {
-        throw fileSystemError(error, request.cwd ?? '/');
-      },
-    );
     const argv = request.command !== undefined ? ['/bin/sh', '-c', request.command] : (request.args ?? []);
+    const launch = await this.#launch(ref, request.cwd, request.env ?? {}, argv);
     const timeoutSeconds = Math.min(
       request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
       devhostMaxTimeoutSeconds,
@@ -361,33 +423,9 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
     running.add(ended);
     runningCommands.set(ref, running);
     const signal = opts?.signal === undefined ? ended.signal : AbortSignal.any([opts.signal, ended.signal]);
-    // Jailed, the sandbox's folder is the command's `/` and the tenant's variables are set inside the jail
-    // only; otherwise the command is a host process that sees the folder as a host folder.
-    const jail =
-      this.#probe === undefined
-        ? undefined
-        : jailCommand(
-            root,
-            `/${cwdNames.join('/')}`,
-            { PATH: jailPath, HOME: '/', SANDBOX_ROOT: '/', ...meta.env, ...request.env },
-            argv,
-          );
     return runProcess({
-      argv: jail?.argv ?? argv,
-      fd3: jail?.options,
-      user: this.#owner,
+      ...launch,
       shell: false,
-      cwd: jail === undefined ? join(root, ...cwdNames) : '/',
-      env:
-        jail === undefined
-          ? {
-              PATH: process.env.PATH ?? '/usr/bin:/bin',
-              HOME: root,
-              SANDBOX_ROOT: root,
-              ...meta.env,
-              ...request.env,
-            }
-          : launcherEnv,
       stdin: request.stdin,
       timeoutSeconds,
       signal,
@@ -404,6 +442,46 @@ export class DevhostAdapter implements ExecutionAdapter, Streamer, FileSystem, L
         running.delete(ended);
         if (running.size === 0 && runningCommands.get(ref) === running) runningCommands.delete(ref);
       });
+  }
+
+  /**
+   * How to start `argv` in the running sandbox `ref`: in its jail, the sandbox's folder as `/` and the
+   * tenant's variables set inside the jail only; otherwise as a host process in the sandbox's folder.
+   */
+  async #launch(ref: string, cwd: string | undefined, env: Record<string, string>, argv: string[]) {
+    const meta = await this.#readMeta(ref);
+    if (meta === undefined) throw adapterErrors.notFound(ref);
+    if (meta.state !== 'running')
+      throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
+    const root = join(this.#dir(ref), 'fs');
+    const cwdNames = await ensureSandboxDirectory(root, cwd ?? '/', this.#owner).catch((error: unknown) => {
+      throw fileSystemError(error, cwd ?? '/');
+    });
+    const jail =
+      this.#probe === undefined
+        ? undefined
+        : jailCommand(
+            root,
+            `/${cwdNames.join('/')}`,
+            { PATH: jailPath, HOME: '/', SANDBOX_ROOT: '/', ...meta.env, ...env },
+            argv,
+          );
+    return {
+      argv: jail?.argv ?? argv,
+      fd3: jail?.options,
+      user: this.#owner,
+      cwd: jail === undefined ? join(root, ...cwdNames) : '/',
+      env:
+        jail === undefined
+          ? {
+              PATH: process.env.PATH ?? '/usr/bin:/bin',
+              HOME: root,
+              SANDBOX_ROOT: root,
+              ...meta.env,
+              ...env,
+            }
+          : launcherEnv,
+    };
   }
 
   /** The host folder that is the sandbox's `/` (the sandbox must exist). */

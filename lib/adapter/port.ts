@@ -6,12 +6,17 @@
 import { ApiError, type ErrorDetails, errors } from '../errors.ts';
 import type { Resources } from '../schemas/sandbox-parts.ts';
 import type { ExecRequest, ExecResult } from '../schemas/sandboxes.ts';
+import { isProcessHost } from './processes.ts';
 
 export const adapterProtocolVersion = '1';
 
 export const features = {
   exec: 'exec',
   execStream: 'exec.stream',
+  /** Interactive processes: input written after start, attach again, signals (lib/adapter/processes.ts). */
+  execStdin: 'exec.stdin',
+  /** Interactive processes in a terminal of their own, resizable. */
+  execPty: 'exec.pty',
   files: 'files',
   stopStart: 'lifecycle.stop-start',
   persistenceDisk: 'persistence.disk',
@@ -261,6 +266,8 @@ export const isTtlExtender = (a: ExecutionAdapter): a is ExecutionAdapter & TtlE
 /** Features backed by an optional interface; everything else is required or declaration-only. */
 const interfaceOf: Partial<Record<Feature, (a: ExecutionAdapter) => boolean>> = {
   'exec.stream': isStreamer,
+  'exec.stdin': isProcessHost,
+  'exec.pty': isProcessHost,
   files: isFileSystem,
   'lifecycle.stop-start': isLifecycle,
   'persistence.disk': isLifecycle,
@@ -320,6 +327,14 @@ export const backendCalls = [
   'extendTtl',
   'exposePort',
   'markActive',
+  'startProcess',
+  'listProcesses',
+  'attachProcess',
+  'readProcessOutput',
+  'writeStdin',
+  'closeStdin',
+  'resizeProcess',
+  'signalProcess',
 ] as const;
 export type BackendCall = (typeof backendCalls)[number];
 
