@@ -11,6 +11,7 @@ import { once } from './once.ts';
 import { PoolAdmin } from './pools/admin.ts';
 import type { PoolRegistry } from './pools/registry.ts';
 import type { DeadLetterSource, WorkQueue } from './queue/port.ts';
+import { SandboxProcesses } from './sandboxes/processes.ts';
 import { SandboxOperations } from './sandboxes/sandbox-operations.ts';
 import { SandboxService } from './sandboxes/service.ts';
 import { reconcile } from './scheduler/reconcile.ts';
@@ -57,6 +58,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
   const sandboxes = new SandboxService(deps);
   const tenancy = new Tenancy(deps);
   const operations = new SandboxOperations(deps, sandboxes);
+  const processes = new SandboxProcesses(deps, sandboxes);
   const reconcileNow = () => reconcile(deps);
   const poolAdmin = new PoolAdmin(deps);
   const routeDeps: RouteDeps = {
@@ -64,6 +66,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     webhooks: new Webhooks(deps),
     sandboxes,
     operations,
+    processes,
     poolAdmin,
     pools: deps.pools,
     store: deps.store,
@@ -86,6 +89,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
     (await import('./e2b/facade.ts')).createE2bFacade({
       sandboxes,
       operations,
+      processes,
       authenticator,
       templates: deps.config.templates.map((template) => template.name),
       createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,

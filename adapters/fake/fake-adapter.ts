@@ -8,6 +8,7 @@ import {
   type Capabilities,
   type Capacity,
   type CreateRequest,
+  type ExecEmit,
   type ExecEvent,
   type ExecutionAdapter,
   type FileInfo,
@@ -25,8 +26,17 @@ import {
   type TtlExtender,
   unboundedCapacity,
 } from '../../lib/adapter/port.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
+import { type ProcessDriver, ProcessTable, type TrackedProcess } from '../process-table.ts';
 
 export type FakeExecFunc = (request: ExecRequest, instance: Instance) => ExecResult | Promise<ExecResult>;
 
@@ -73,6 +83,8 @@ interface FakeInstance extends Instance {
 export const fakeDefaultFeatures = [
   'exec',
   'exec.stream',
+  'exec.stdin',
+  'exec.pty',
   'files',
   'lifecycle.stop-start',
   'persistence.disk',
@@ -104,13 +116,24 @@ const echoExec: FakeExecFunc = (request) => ({
  * injected per method; every call is counted so tests can assert what the control plane did.
  */
 export class FakeAdapter
-  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, TtlExtender
+  implements
+    ExecutionAdapter,
+    Streamer,
+    FileSystem,
+    Lifecycle,
+    Pauser,
+    Snapshotter,
+    PortExposer,
+    TtlExtender,
+    ProcessHost
 {
   readonly #options: FakeAdapterOptions;
   readonly #instances = new Map<string, FakeInstance>();
   readonly #bySandbox = new Map<string, string>();
   readonly #snapshots = new Map<string, { kind: 'disk' | 'memory'; files: Map<string, Uint8Array> }>();
   readonly #failures = new Map<FakeMethod, FakeFailure[]>();
+  /** Interactive processes: each one behaves as `cat` (its input comes back on stdout). */
+  readonly #processes = new ProcessTable();
   readonly calls = new Map<FakeMethod, number>();
   /** Every create request received, in order (what a backend would have been told). */
   readonly createRequests: CreateRequest[] = [];
@@ -146,6 +169,7 @@ export class FakeAdapter
   vanish(ref: string): void {
     const instance = this.#instances.get(ref);
     if (instance === undefined) return;
+    this.#processes.endAll(ref);
     this.#instances.delete(ref);
     this.#bySandbox.delete(instance.sandboxId);
   }
@@ -313,7 +337,70 @@ export class FakeAdapter
 
   async stop(ref: string, opts?: CallOptions): Promise<void> {
     await this.#delay('stop', opts?.signal);
-    await this.#enter('stop', () => this.#move(ref, ['running'], 'stopped'));
+    await this.#enter('stop', () => {
+      this.#move(ref, ['running'], 'stopped');
+      this.#processes.endAll(ref);
+    });
+  }
+
+  async startProcess(ref: string, request: ProcessStartRequest): Promise<ProcessInfo> {
+    return this.#enter('startProcess', () => {
+      const instance = this.#running(ref);
+      const tracked = this.#processes.start(ref, request, (process) =>
+        catDriver(process, (code) => this.#processes.ended(ref, process, code)),
+      );
+      // `cat` and terminals are interactive; any other command runs as the fake's exec would and exits.
+      if (request.pty === undefined && request.argv[0] !== 'cat') {
+        const exec: ExecRequest = request.shell
+          ? { command: request.argv.join(' '), env: request.env }
+          : { args: request.argv, env: request.env };
+        void Promise.resolve((this.#options.exec ?? echoExec)(withBaseEnv(exec, instance), strip(instance)))
+          .then((result) => {
+            if (result.stdout !== '') tracked.output({ stream: 'stdout', data: result.stdout });
+            if (result.stderr !== '') tracked.output({ stream: 'stderr', data: result.stderr });
+            this.#processes.ended(ref, tracked, result.exitCode);
+          })
+          .catch(() => this.#processes.ended(ref, tracked, 1));
+      }
+      return { ...tracked.info };
+    });
+  }
+
+  async listProcesses(ref: string): Promise<ProcessInfo[]> {
+    return this.#enter('listProcesses', () => {
+      this.#instance(ref);
+      return this.#processes.list(ref);
+    });
+  }
+
+  async attachProcess(
+    ref: string,
+    pid: number,
+    emit: ExecEmit,
+    opts?: CallOptions,
+  ): Promise<number | undefined> {
+    const process = await this.#enter('attachProcess', () => this.#processes.get(ref, pid));
+    return process.attach(emit, opts?.signal);
+  }
+
+  async readProcessOutput(ref: string, pid: number, maxBytes: number): Promise<ProcessOutput> {
+    return this.#enter('readProcessOutput', () => this.#processes.get(ref, pid).read(maxBytes));
+  }
+
+  async writeStdin(ref: string, pid: number, data: Uint8Array): Promise<void> {
+    await this.#enter('writeStdin', () => this.#processes.get(ref, pid).write(data));
+  }
+
+  async closeStdin(ref: string, pid: number): Promise<void> {
+    await this.#enter('closeStdin', () => this.#processes.get(ref, pid).closeStdin());
+  }
+
+  async resizeProcess(ref: string, pid: number, size: TerminalSize): Promise<void> {
+    await this.#enter('resizeProcess', () => this.#processes.get(ref, pid).resize(size));
+  }
+
+  async signalProcess(ref: string, pid: number, signal: ProcessSignal): Promise<void> {
+    await this.#enter('signalProcess', () => this.#processes.get(ref, pid).signal(signal));
   }
 
   async start(ref: string, opts?: CallOptions): Promise<void> {
@@ -435,5 +522,28 @@ function strip(instance: FakeInstance): Instance {
     sandboxId: instance.sandboxId,
     state: instance.state,
     ...(instance.message !== undefined && { message: instance.message }),
+  };
+}
+
+/** The fake's interactive process (`cat`, or any in a terminal): `cat`. Input comes back on stdout, end of input ends it (0), a signal ends it (128 + n). */
+function catDriver(process: TrackedProcess, exit: (code: number) => void): ProcessDriver {
+  const signals: Record<ProcessSignal, number> = {
+    SIGHUP: 1,
+    SIGINT: 2,
+    SIGQUIT: 3,
+    SIGKILL: 9,
+    SIGUSR1: 10,
+    SIGUSR2: 12,
+    SIGTERM: 15,
+  };
+  return {
+    write: (data) => process.output({ stream: 'stdout', data: Buffer.from(data).toString('utf8') }),
+    pendingInput: () => 0,
+    closeStdin: () => queueMicrotask(() => exit(0)),
+    resize: () => undefined,
+    signal: (signal) => queueMicrotask(() => exit(128 + signals[signal])),
+    pauseOutput: () => undefined,
+    resumeOutput: () => undefined,
+    kill: () => exit(137),
   };
 }

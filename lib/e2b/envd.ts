@@ -6,18 +6,24 @@ import { errors, toErrorResponse } from '../errors.ts';
 import type { Log } from '../log.ts';
 import type { StreamWrite } from '../sandboxes/exec-stream.ts';
 import { maxStreamSeconds as maxExecStreamSeconds } from '../sandboxes/exec-stream.ts';
+import type { AttachLine, SandboxProcesses } from '../sandboxes/processes.ts';
 import { maxFileBytes, type SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { envSchema } from '../schemas/common.ts';
+import { maxStdinBytesPerRequest } from '../schemas/processes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import * as z from '../zod.ts';
 import { type ConnectCode, ConnectError, endStream, envelope, firstEnvelope } from './connect-protocol.ts';
 import { type E2bAnswer, e2bError, parseBody } from './control-api.ts';
 import {
+  closeStdinSchema,
   listDirSchema,
   moveSchema,
   pathRequestSchema,
+  processConnectSchema,
   processStartSchema,
+  processUpdateSchema,
+  sendInputSchema,
   sendSignalSchema,
 } from './schemas.ts';
 
@@ -28,6 +34,7 @@ import {
 export interface E2bEnvdDeps {
   sandboxes: SandboxService;
   operations: SandboxOperations;
+  processes: SandboxProcesses;
   log: Log;
 }
 
@@ -69,12 +76,23 @@ const processWrapper = [
   'exit "$code"',
 ].join('\n');
 
-const signalNames: Record<string, string> = {
+const signalNames: Record<string, 'KILL' | 'TERM'> = {
   SIGNAL_SIGKILL: 'KILL',
   SIGNAL_SIGTERM: 'TERM',
   '9': 'KILL',
   '15': 'TERM',
 };
+
+/** A process's output line as envd's event: a terminal's output is `pty`, base64 like the others. */
+function dataEvent(line: { stream: 'stdout' | 'stderr'; data: string }, pty: boolean) {
+  const data = Buffer.from(line.data, 'utf8').toString('base64');
+  return { event: { data: pty ? { pty: data } : { [line.stream]: data } } };
+}
+
+/** Whether an error says the pool has no interactive processes (so the exec-based path serves the call). */
+function notOffered(error: unknown): boolean {
+  return toErrorResponse(error).body.error.code === 'unsupported_operation';
+}
 
 /** Differently's error codes as Connect's. */
 const connectCodeOf: Record<string, ConnectCode> = {
@@ -132,66 +150,85 @@ export class E2bEnvd {
     deadlineMs: number | undefined,
     cancelled: AbortSignal | undefined,
   ): Promise<(write: StreamWrite) => Promise<void>> {
-    let prepared: Awaited<ReturnType<SandboxService['execStream']>> | undefined;
-    let pid = 0;
     let refusal: { code: ConnectCode; message: string } | undefined;
     try {
       const request = parseConnect(processStartSchema, firstEnvelope(body), 'process.Start');
-      if (request.pty !== undefined && request.pty !== null) {
-        throw new ConnectError('unimplemented', 'a terminal (pty) is not offered by Differently');
-      }
-      if (request.stdin === true) {
-        throw new ConnectError(
-          'unimplemented',
-          "a command's stdin stream is not offered by Differently: pass input in the command",
-        );
-      }
       const env = envSchema.safeParse(request.process.envs);
       if (!env.success)
         throw new ConnectError('invalid_argument', `envs: ${env.error.issues[0]?.message ?? 'invalid'}`);
-      const timeoutSeconds = Math.min(
-        maxExecStreamSeconds,
-        deadlineMs === undefined ? maxExecStreamSeconds : Math.max(1, Math.ceil(deadlineMs / 1000)),
-      );
-      pid = 1000 + randomInt(2_000_000_000);
-      // What List answers for it (its env's values stay out: they would be on the command line).
-      const config = JSON.stringify({
-        cmd: request.process.cmd,
-        args: request.process.args,
-        cwd: envdPath(request.process.cwd ?? e2bHome),
-        ...(request.tag !== undefined && { tag: request.tag }),
-      });
-      prepared = await this.#deps.sandboxes.execStream(
-        principal,
-        id,
-        {
-          args: [
-            '/bin/sh',
-            '-c',
-            processWrapper,
-            'e2b',
-            String(pid),
-            config,
-            request.process.cmd,
-            ...request.process.args,
-          ],
-          env: env.data,
-          cwd: envdPath(request.process.cwd ?? e2bHome),
-          timeoutSeconds,
-        },
-        cancelled,
-      );
+      const size = ptySizeOf(request.pty);
+      const cwd = envdPath(request.process.cwd ?? e2bHome);
+      const interactive = await this.#deps.processes
+        .startAttached(
+          principal,
+          id,
+          {
+            args: [request.process.cmd, ...request.process.args],
+            env: env.data,
+            cwd,
+            ...(size !== undefined && { pty: size }),
+            ...(request.tag !== undefined && { tag: request.tag }),
+            // E2B's default: a command's stdin is closed unless it asked for it (a terminal always has one).
+            stdin: request.stdin === true || size !== undefined,
+            // The command's timeout is the call's deadline (E2B's timeoutMs); none: the default hour.
+            ...(deadlineMs !== undefined &&
+              deadlineMs > 0 && { timeoutSeconds: Math.max(1, Math.ceil(deadlineMs / 1000)) }),
+          },
+          cancelled,
+        )
+        .catch((error: unknown) => {
+          // A pool without interactive processes serves what it can through exec: not stdin, not a pty.
+          if (notOffered(error) && size === undefined && request.stdin !== true) return undefined;
+          if (notOffered(error))
+            throw new ConnectError(
+              'unimplemented',
+              `${size !== undefined ? 'a terminal (pty)' : "a command's stdin"} is not offered by this sandbox's pool: ${toErrorResponse(error).body.error.message} (docs/e2b.md)`,
+            );
+          throw error;
+        });
+      if (interactive !== undefined) {
+        return this.#eventStream(interactive.process.pid, size !== undefined, interactive.produce);
+      }
+      return await this.#execStart(principal, id, request, env.data, cwd, deadlineMs, cancelled);
     } catch (error) {
       const { code, message, masked } = connectErrorOf(error);
       if (masked) this.#deps.log.error('E2B process.Start failed', { sandboxId: id, error: String(error) });
       refusal = { code, message };
     }
-    const produce = prepared;
     return async (write) => {
-      if (produce === undefined) {
-        await write(endStream(refusal));
-        return;
-      }
+      await write(endStream(refusal));
+    };
+  }
+
+  /** process.Connect: attach to a process started by process.Start, by pid or by tag. */
+  async processConnect(
+    principal: OrgPrincipal,
+    id: string,
+    body: Buffer,
+    cancelled: AbortSignal | undefined,
+  ): Promise<(write: StreamWrite) => Promise<void>> {
+    try {
+      const request = parseConnect(processConnectSchema, firstEnvelope(body), 'process.Connect');
+      const pid = await this.#pidOf(principal, id, request.process);
+      const view = await this.#deps.processes.get(principal, id, pid);
+      const produce = await this.#deps.processes.attach(principal, id, pid, cancelled);
+      return this.#eventStream(pid, view.pty !== null, produce);
+    } catch (error) {
+      const { code, message, masked } = connectErrorOf(error);
+      if (masked) this.#deps.log.error('E2B process.Connect failed', { sandboxId: id, error: String(error) });
+      return async (write) => {
+        await write(endStream({ code, message }));
+      };
+    }
+  }
+
+  /** An attach as envd's events: start, data, end (or the error), with keep-alives while it is silent. */
+  #eventStream(
+    pid: number,
+    pty: boolean,
+    produce: (send: (line: AttachLine) => void | Promise<void>) => Promise<void>,
+  ): (write: StreamWrite) => Promise<void> {
+    return async (write) => {
       let last = Date.now();
       const send = async (message: unknown) => {
         last = Date.now();
@@ -201,26 +238,25 @@ export class E2bEnvd {
         if (Date.now() - last >= keepAliveMs) void send({ event: { keepalive: {} } });
       }, keepAliveMs / 5);
       try {
-        // The pid names the command in List and SendSignal (it is not the process id inside the sandbox).
         await send({ event: { start: { pid } } });
         let ended: Buffer | undefined;
         await produce(async (line) => {
-          if ('stream' in line) {
-            await send({
-              event: { data: { [line.stream]: Buffer.from(line.data, 'utf8').toString('base64') } },
-            });
-          } else if ('exitCode' in line) {
+          if ('stream' in line) await send(dataEvent(line, pty));
+          else if ('exitCode' in line) {
             await send({
               event: {
                 end: { exitCode: line.exitCode, exited: true, status: `exit status ${line.exitCode}` },
               },
             });
             ended = endStream();
-          } else {
+          } else if ('error' in line) {
             ended = endStream({
               code: connectCodeOf[line.error.code] ?? 'internal',
               message: line.error.message,
             });
+          } else if ('detached' in line) {
+            // The stream's time is up, the process runs on: the SDK's handle can connect again.
+            ended = endStream({ code: 'deadline_exceeded', message: line.detached.reason });
           }
         });
         await write(
@@ -230,6 +266,67 @@ export class E2bEnvd {
         clearInterval(keepAlive);
       }
     };
+  }
+
+  /** process.Start on a pool without interactive processes: the streamed exec, wrapped for List and SendSignal. */
+  async #execStart(
+    principal: OrgPrincipal,
+    id: string,
+    request: z.infer<typeof processStartSchema>,
+    env: Record<string, string>,
+    cwd: string,
+    deadlineMs: number | undefined,
+    cancelled: AbortSignal | undefined,
+  ): Promise<(write: StreamWrite) => Promise<void>> {
+    const timeoutSeconds = Math.min(
+      maxExecStreamSeconds,
+      deadlineMs === undefined ? maxExecStreamSeconds : Math.max(1, Math.ceil(deadlineMs / 1000)),
+    );
+    const pid = 1000 + randomInt(2_000_000_000);
+    // What List answers for it (its env's values stay out: they would be on the command line).
+    const config = JSON.stringify({
+      cmd: request.process.cmd,
+      args: request.process.args,
+      cwd,
+      ...(request.tag !== undefined && { tag: request.tag }),
+    });
+    const produce = await this.#deps.sandboxes.execStream(
+      principal,
+      id,
+      {
+        args: [
+          '/bin/sh',
+          '-c',
+          processWrapper,
+          'e2b',
+          String(pid),
+          config,
+          request.process.cmd,
+          ...request.process.args,
+        ],
+        env,
+        cwd,
+        timeoutSeconds,
+      },
+      cancelled,
+    );
+    // The pid names the command in List and SendSignal (it is not the process id inside the sandbox).
+    return this.#eventStream(pid, false, produce);
+  }
+
+  /** A process selector's pid: given, or the running process with that tag. */
+  async #pidOf(
+    principal: OrgPrincipal,
+    id: string,
+    selector: { pid?: number | undefined; tag?: string | undefined },
+  ) {
+    if (selector.pid !== undefined) return selector.pid;
+    const tagged = (await this.#deps.processes.list(principal, id)).find(
+      (process) => process.tag === selector.tag && process.exitCode === null,
+    );
+    if (tagged === undefined)
+      throw new ConnectError('not_found', `no running process tagged ${selector.tag}`);
+    return tagged.pid;
   }
 
   /** The unary filesystem calls; the process calls Differently does not offer answer `unimplemented`. */
@@ -275,8 +372,42 @@ export class E2bEnvd {
         );
         return { entry: await this.#stat(principal, id, destination) };
       }
-      case 'process.Process/List':
-        return { processes: await this.#processes(principal, id) };
+      case 'process.Process/List': {
+        const interactive = await this.#interactive(principal, id);
+        if (interactive === undefined) return { processes: await this.#processes(principal, id) };
+        return {
+          processes: interactive
+            .filter((process) => process.exitCode === null)
+            .map((process) => ({
+              pid: process.pid,
+              ...(process.tag !== null && { tag: process.tag }),
+              config: { cmd: process.argv[0] ?? '', args: process.argv.slice(1), envs: {}, cwd: process.cwd },
+            })),
+        };
+      }
+      case 'process.Process/SendInput': {
+        const request = parseConnect(sendInputSchema, input, 'SendInput');
+        const data = request.input.pty ?? request.input.stdin ?? '';
+        const bytes = Buffer.from(data, 'base64');
+        if (bytes.length > maxStdinBytesPerRequest)
+          throw new ConnectError(
+            'invalid_argument',
+            `input is at most ${maxStdinBytesPerRequest} bytes a call`,
+          );
+        await this.#deps.processes.stdin(principal, id, request.process.pid, { dataBase64: data });
+        return {};
+      }
+      case 'process.Process/CloseStdin': {
+        const request = parseConnect(closeStdinSchema, input, 'CloseStdin');
+        await this.#deps.processes.stdin(principal, id, request.process.pid, { close: true });
+        return {};
+      }
+      case 'process.Process/Update': {
+        const request = parseConnect(processUpdateSchema, input, 'Update');
+        if (request.pty?.size === undefined) return {};
+        await this.#deps.processes.resize(principal, id, request.process.pid, request.pty.size);
+        return {};
+      }
       case 'process.Process/SendSignal': {
         const request = parseConnect(sendSignalSchema, input, 'SendSignal');
         const signal = signalNames[String(request.signal)];
@@ -286,6 +417,14 @@ export class E2bEnvd {
             `signal ${request.signal} is not offered (SIGKILL, SIGTERM)`,
           );
         const pid = request.process.pid;
+        const interactive = await this.#interactive(principal, id);
+        if (interactive !== undefined) {
+          // An ended process is not there to signal: kill() answers false, as E2B's does.
+          if (!interactive.some((process) => process.pid === pid && process.exitCode === null))
+            throw new ConnectError('not_found', `no running process with pid ${pid}`);
+          await this.#deps.processes.signal(principal, id, pid, `SIG${signal}`);
+          return {};
+        }
         if (!(await this.#processes(principal, id)).some((process) => process.pid === pid)) {
           throw new ConnectError('not_found', `no running command with pid ${pid}`);
         }
@@ -303,6 +442,14 @@ export class E2bEnvd {
           `${method} is not offered by Differently's E2B facade (docs/e2b.md lists what is)`,
         );
     }
+  }
+
+  /** The sandbox's interactive processes; undefined where its pool has none (the exec-based path's pools). */
+  async #interactive(principal: OrgPrincipal, id: string) {
+    return this.#deps.processes.list(principal, id).catch((error: unknown) => {
+      if (notOffered(error)) return undefined;
+      throw error;
+    });
   }
 
   /** The commands started through process.Start that still run (their entries fresh). */
@@ -452,6 +599,13 @@ function entryInfo(item: FileInfo) {
   };
 }
 
+const ptyRequestSchema = z.looseObject({
+  size: z.looseObject({
+    cols: z.int().check(z.gte(1), z.lte(1000)),
+    rows: z.int().check(z.gte(1), z.lte(1000)),
+  }),
+});
+
 const processConfigSchema = z.object({
   cmd: z.string(),
   args: z.array(z.string()),
@@ -473,4 +627,12 @@ function parseConnect<T extends Parameters<typeof parseBody>[0]>(schema: T, valu
   } catch (error) {
     throw new ConnectError('invalid_argument', (error as Error).message);
   }
+}
+
+/** A pty request's size; the SDK sends `{size: {cols, rows}}` (absent or null: no terminal). */
+function ptySizeOf(pty: unknown): { cols: number; rows: number } | undefined {
+  if (pty === undefined || pty === null) return undefined;
+  const parsed = ptyRequestSchema.safeParse(pty);
+  if (!parsed.success) throw new ConnectError('invalid_argument', 'pty: send {size: {cols, rows}}');
+  return parsed.data.size;
 }

@@ -2,6 +2,7 @@ import { errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
+import type { SandboxProcesses } from '../sandboxes/processes.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
@@ -16,6 +17,7 @@ const envdPort = '49983';
 export interface E2bFacadeDeps {
   sandboxes: SandboxService;
   operations: SandboxOperations;
+  processes: SandboxProcesses;
   authenticator: Authenticator;
   templates: readonly string[];
   createWaitMs: number;
@@ -92,6 +94,15 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
           sandboxId,
           request.body ?? Buffer.alloc(0),
           deadline === undefined ? undefined : Number(deadline),
+          request.signal,
+        );
+        return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };
+      }
+      if (path === '/process.Process/Connect' && method === 'POST') {
+        const stream = await envd.processConnect(
+          principal,
+          sandboxId,
+          request.body ?? Buffer.alloc(0),
           request.signal,
         );
         return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };

@@ -88,3 +88,44 @@ export const sendSignalSchema = z.looseObject({
   process: z.looseObject({ pid: z.int().check(z.gte(0)) }),
   signal: z.union([z.string(), z.int()]),
 });
+
+/** A process selector: by pid, or by the tag it was started with. */
+const processSelectorSchema = z.looseObject({
+  pid: z.optional(z.int().check(z.gte(0))),
+  tag: z.optional(z.string()),
+});
+
+/** process.Process/Connect: attach to a process by pid or tag. */
+export const processConnectSchema = z.looseObject({
+  process: processSelectorSchema.check(
+    z.refine(
+      (selector) => selector.pid !== undefined || selector.tag !== undefined,
+      'name the process by pid or tag',
+    ),
+  ),
+});
+
+const pidOnlySchema = z.looseObject({ pid: z.int().check(z.gte(0)) });
+
+/** process.Process/SendInput: bytes for stdin or for the terminal, base64 (proto3 JSON). */
+export const sendInputSchema = z.looseObject({
+  process: pidOnlySchema,
+  input: z.looseObject({ stdin: z.optional(z.base64()), pty: z.optional(z.base64()) }),
+});
+
+export const closeStdinSchema = z.looseObject({ process: pidOnlySchema });
+
+/** process.Process/Update: a terminal's new size. */
+export const processUpdateSchema = z.looseObject({
+  process: pidOnlySchema,
+  pty: z.optional(
+    z.looseObject({
+      size: z.optional(
+        z.looseObject({
+          cols: z.int().check(z.gte(1), z.lte(1000)),
+          rows: z.int().check(z.gte(1), z.lte(1000)),
+        }),
+      ),
+    }),
+  ),
+});

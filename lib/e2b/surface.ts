@@ -7,7 +7,8 @@ import type { StreamedRoute } from '../http/streamed-routes.ts';
  */
 export const e2bPrefix = '/e2b';
 
-/** The facade's routes on the response-streaming function: envd's process.Start (a command's output). */
+/** The facade's routes on the response-streaming function: envd's process.Start and Connect (a process's output). */
 export const e2bStreamedRoutes: readonly StreamedRoute[] = [
   { method: 'POST', path: `${e2bPrefix}/process.Process/Start` },
+  { method: 'POST', path: `${e2bPrefix}/process.Process/Connect` },
 ];

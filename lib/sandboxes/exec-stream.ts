@@ -76,8 +76,8 @@ export async function prepareExecStream(
 }
 
 /** Turns the line producer into NDJSON chunks, with keep-alive blank lines while the command is silent. */
-export function ndjsonStream(
-  produce: (send: (line: ExecStreamLine) => void | Promise<void>) => Promise<void>,
+export function ndjsonStream<L = ExecStreamLine>(
+  produce: (send: (line: L) => void | Promise<void>) => Promise<void>,
 ): (write: StreamWrite) => Promise<void> {
   return async (write) => {
     let last = Date.now();

@@ -181,7 +181,7 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     }
   });
 
-  it('refuses what it does not offer, naming it: create options, a terminal, an unknown template, other RPCs', async () => {
+  it('refuses what it does not offer, naming it: create options, an unknown template, a process that never ran', async () => {
     await expect(
       Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause', autoResume: false } }),
     ).rejects.toThrow(/autoResume/);
@@ -189,14 +189,77 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     await expect(Sandbox.create('no-such-template', { apiKey })).rejects.toThrow(/template no-such-template/);
     const sandbox = await Sandbox.create({ apiKey });
     try {
-      await expect(sandbox.pty.create({ cols: 80, rows: 24, onData: () => undefined })).rejects.toThrow(
-        /unimplemented.*terminal/,
-      );
-      await expect(sandbox.commands.sendStdin(1234, 'x')).rejects.toThrow(/unimplemented/);
+      // Interactive calls are served (the devhost pool has exec.stdin and exec.pty); a pid that never ran
+      // is not_found, never a hang.
+      await expect(sandbox.commands.sendStdin(1234, 'x')).rejects.toThrow(/1234/);
     } finally {
       await sandbox.kill();
     }
   });
+
+  /** What the test calls of an SDK version's Sandbox class (the three pinned versions share it). */
+  type InteractiveSdk = {
+    create(opts: { apiKey: string }): Promise<Sandbox>;
+    connect(id: string, opts: { apiKey: string }): Promise<Sandbox>;
+  };
+  const interactiveSdks: [string, InteractiveSdk][] = [
+    ['2.51', Sandbox],
+    ['2.50', SandboxV250 as unknown as InteractiveSdk],
+    ['2.45', SandboxV245 as unknown as InteractiveSdk],
+  ];
+
+  it.each(interactiveSdks)(
+    'SDK %s: stdin after start, closeStdin, connect from a new client, a terminal with resize',
+    async (_version, Sdk) => {
+      const sandbox = await Sdk.create({ apiKey });
+      try {
+        // A REPL fed line by line (Mastra's executeCommand opens every command with stdin: true).
+        const handle = await sandbox.commands.run('while read -r line; do echo "got:$line"; done; echo bye', {
+          background: true,
+          stdin: true,
+        });
+        await sandbox.commands.sendStdin(handle.pid, 'one\n');
+        await expect.poll(() => handle.stdout, { timeout: 15_000 }).toContain('got:one');
+        // Another client (a new connection, any container) attaches to the running process and feeds it.
+        const again = await Sdk.connect(sandbox.sandboxId, { apiKey });
+        const attached = await again.commands.connect(handle.pid);
+        expect((await again.commands.list()).map((process) => process.pid)).toContain(handle.pid);
+        await again.commands.sendStdin(handle.pid, 'two\n');
+        await again.commands.closeStdin(handle.pid);
+        const result = await attached.wait();
+        expect(result.exitCode).toBe(0);
+        expect(result.stdout).toContain('got:two\nbye\n');
+        expect((await handle.wait()).stdout).toBe('got:one\ngot:two\nbye\n');
+        // Without stdin: true, a command that reads its input sees the end at once.
+        expect((await sandbox.commands.run('cat; echo done')).stdout).toBe('done\n');
+
+        // A terminal: the shell sees a tty of the asked size, then the new one.
+        const decoder = new TextDecoder();
+        let screen = '';
+        const terminal = await sandbox.pty.create({
+          cols: 91,
+          rows: 27,
+          onData: (data) => {
+            screen += decoder.decode(data, { stream: true });
+          },
+        });
+        await sandbox.pty.sendInput(terminal.pid, new TextEncoder().encode('stty size; tty\n'));
+        await expect.poll(() => screen, { timeout: 15_000 }).toMatch(/27 91/);
+        expect(screen).toMatch(/\/dev\/pts\/\d+/);
+        await sandbox.pty.resize(terminal.pid, { cols: 120, rows: 40 });
+        await sandbox.pty.sendInput(terminal.pid, new TextEncoder().encode('stty size; exit 5\n'));
+        await expect.poll(() => screen, { timeout: 15_000 }).toMatch(/40 120/);
+        const ended = await terminal.wait().catch((error: unknown) => error);
+        expect(ended).toMatchObject({ exitCode: 5 });
+        // An ended process is gone for kill (false) and refuses input with a clear error.
+        expect(await sandbox.commands.kill(terminal.pid)).toBe(false);
+        await expect(sandbox.pty.sendInput(terminal.pid, new Uint8Array([65]))).rejects.toThrow(/exited/);
+      } finally {
+        await sandbox.kill();
+      }
+    },
+    90_000,
+  );
 
   it('lists a background command and kills it (its whole process group), from any container; a gone pid is false', async () => {
     const sandbox = await Sandbox.create({ apiKey });

@@ -2,6 +2,7 @@ import type { Config } from '../../config.ts';
 import type { Log } from '../../log.ts';
 import type { PoolAdmin } from '../../pools/admin.ts';
 import type { PoolRegistry } from '../../pools/registry.ts';
+import type { SandboxProcesses } from '../../sandboxes/processes.ts';
 import type { SandboxOperations } from '../../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../../sandboxes/service.ts';
 import type { ReconcileReport } from '../../scheduler/reconcile.ts';
@@ -15,6 +16,7 @@ export interface RouteDeps {
   webhooks: Webhooks;
   sandboxes: SandboxService;
   operations: SandboxOperations;
+  processes: SandboxProcesses;
   poolAdmin: PoolAdmin;
   pools: PoolRegistry;
   store: Store;

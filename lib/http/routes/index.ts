@@ -2,6 +2,7 @@ import type { RouteDefinition } from '../types.ts';
 import { auditRoutes } from './audit.ts';
 import type { RouteDeps } from './deps.ts';
 import { poolsRoutes } from './pools.ts';
+import { processRoutes } from './processes.ts';
 import { operationsRoutes } from './sandbox-operations.ts';
 import { sandboxesRoutes } from './sandboxes.ts';
 import { snapshotsRoutes } from './snapshots.ts';
@@ -22,6 +23,7 @@ export function restRoutes(deps: RouteDeps): RouteDefinition[] {
     ...webhookRoutes(deps),
     ...sandboxesRoutes(deps),
     ...operationsRoutes(deps),
+    ...processRoutes(deps),
     ...snapshotsRoutes(deps),
     ...auditRoutes(deps),
     ...poolsRoutes(deps),
