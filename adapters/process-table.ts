@@ -111,6 +111,7 @@ export class TrackedProcess {
     if (this.ended) return this.info.exitCode ?? undefined;
     const attacher: Attacher = { emit };
     this.#attachers.add(attacher);
+    this.info.attached = this.#attachers.size;
     this.#resumeIfRoom();
     try {
       return await new Promise<number | undefined>((resolve) => {
@@ -123,6 +124,7 @@ export class TrackedProcess {
       });
     } finally {
       this.#attachers.delete(attacher);
+      this.info.attached = this.#attachers.size;
     }
   }
 
@@ -270,6 +272,7 @@ export class ProcessTable {
       startedAt: new Date().toISOString(),
       exitCode: null,
       stdinOpen: true,
+      attached: 0,
     };
     let driver: ProcessDriver | undefined;
     const tracked = new TrackedProcess(

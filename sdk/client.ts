@@ -7,6 +7,7 @@ import type { WebhookView } from '../lib/schemas/webhooks.ts';
 export { verifyDelivery as verifyWebhookSignature } from '../lib/webhooks/signature.ts';
 export type { BudgetView, Snapshot, WebhookView };
 
+import type { ProcessSignal, TerminalSize } from '../lib/adapter/processes.ts';
 import type {
   createPoolSchema,
   PoolDetail,
@@ -18,7 +19,14 @@ import type {
 import type { reconcileReportSchema } from '../lib/schemas/admin.ts';
 import type { auditEventSchema, auditVerificationSchema } from '../lib/schemas/audit.ts';
 import { errorEnvelopeSchema } from '../lib/schemas/common.ts';
-import { type ExecStreamLine, execStreamLines } from '../lib/schemas/exec-stream-lines.ts';
+import { type ExecStreamLine, execStreamLines, ndjsonLines } from '../lib/schemas/exec-stream-lines.ts';
+import {
+  type AttachStreamLine,
+  attachLineSchema,
+  type ProcessView,
+  type processOutputSchema,
+  type StartProcessRequest,
+} from '../lib/schemas/processes.ts';
 import type { fileInfoSchema, Snapshot, snapshotDeletedSchema } from '../lib/schemas/sandbox-operations.ts';
 import { transitionalStatuses as transitional } from '../lib/schemas/sandbox-status.ts';
 import type {
@@ -48,7 +56,20 @@ export type TrustReport = z.infer<typeof trustReportSchema>;
 export type PolicyView = z.infer<typeof policyViewSchema>;
 export type CreatePool = z.input<typeof createPoolSchema>;
 export type UpdatePool = z.input<typeof updatePoolSchema>;
-export type { CreateSandboxRequest, ExecRequest, ExecResult, ExecStreamLine, PoolDetail, SandboxView };
+export type {
+  AttachStreamLine,
+  CreateSandboxRequest,
+  ExecRequest,
+  ExecResult,
+  ExecStreamLine,
+  PoolDetail,
+  ProcessSignal,
+  ProcessView,
+  SandboxView,
+  StartProcessRequest,
+  TerminalSize,
+};
+export type ProcessOutput = z.infer<typeof processOutputSchema>;
 
 /** Statuses a lifecycle call passes through while the backend works. */
 
@@ -97,6 +118,8 @@ interface RequestOptions {
   headers?: Record<string, string>;
   /** Safe to send again after a 503 (reads, deletes, creates with an Idempotency-Key). */
   retry?: boolean;
+  /** Ends the request (a streamed answer: the stream). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -261,6 +284,75 @@ export class DifferentlyClient {
     }
     if (!final)
       yield { error: { code: 'provider_unavailable', message: 'the stream ended without a final event' } };
+  }
+
+  /** Starts an interactive process (stdin written later; `pty` for a terminal). Attach to read its output. */
+  startProcess(id: string, request: StartProcessRequest): Promise<ProcessView> {
+    return this.#json('POST', `${processesPath(id)}`, { body: request });
+  }
+
+  listProcesses(id: string): Promise<{ items: ProcessView[] }> {
+    return this.#json('GET', processesPath(id), { retry: true });
+  }
+
+  getProcess(id: string, pid: number): Promise<ProcessView> {
+    return this.#json('GET', processesPath(id, pid), { retry: true });
+  }
+
+  /**
+   * Attaches to a process: yields `{process}`, its unread output and what it prints, then one `{exitCode}`,
+   * `{detached}` (the stream's 14 minutes are up: attach again, nothing is lost) or `{error}`. Breaking
+   * out of the loop detaches; the process runs on.
+   */
+  async *attachProcess(
+    id: string,
+    pid: number,
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<AttachStreamLine> {
+    const response = await this.#send('POST', `${processesPath(id, pid)}/attach`, {
+      ...(options.signal !== undefined && { signal: options.signal }),
+    });
+    let final = false;
+    for await (const line of ndjsonLines(attachLineSchema, response.body ?? [])) {
+      if ('exitCode' in line || 'error' in line || 'detached' in line) final = true;
+      yield line;
+    }
+    if (!final)
+      yield { error: { code: 'provider_unavailable', message: 'the stream ended without a final event' } };
+  }
+
+  /** Writes to a process's stdin (text or bytes, 64 KiB at most a call); `close` ends its input after. */
+  async writeStdin(
+    id: string,
+    pid: number,
+    data: string | Uint8Array,
+    options: { close?: boolean } = {},
+  ): Promise<void> {
+    await this.#send('POST', `${processesPath(id, pid)}/stdin`, {
+      body: {
+        ...(typeof data === 'string' ? { data } : { dataBase64: Buffer.from(data).toString('base64') }),
+        ...(options.close === true && { close: true }),
+      },
+    });
+  }
+
+  async closeStdin(id: string, pid: number): Promise<void> {
+    await this.#send('POST', `${processesPath(id, pid)}/stdin`, { body: { close: true } });
+  }
+
+  /** What a process printed since the last attach or read, without waiting. */
+  readProcessOutput(id: string, pid: number, options: { maxBytes?: number } = {}): Promise<ProcessOutput> {
+    return this.#json('GET', `${processesPath(id, pid)}/output`, {
+      ...(options.maxBytes !== undefined && { query: { maxBytes: String(options.maxBytes) } }),
+    });
+  }
+
+  async resizeProcess(id: string, pid: number, size: TerminalSize): Promise<void> {
+    await this.#send('POST', `${processesPath(id, pid)}/resize`, { body: size, retry: true });
+  }
+
+  async signalProcess(id: string, pid: number, signal: ProcessSignal): Promise<void> {
+    await this.#send('POST', `${processesPath(id, pid)}/signal`, { body: { signal } });
   }
 
   listFiles(id: string, path: string): Promise<{ items: FileInfo[] }> {
@@ -521,6 +613,7 @@ export class DifferentlyClient {
           },
           ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
           ...(options.raw !== undefined && { body: options.raw }),
+          ...(options.signal !== undefined && { signal: options.signal }),
         });
       } catch (error) {
         throw new DifferentlyNetworkError(this.#endpoint, { cause: error });
@@ -558,4 +651,8 @@ export class DifferentlyClient {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function processesPath(id: string, pid?: number): string {
+  return `/v1/sandboxes/${encodeURIComponent(id)}/processes${pid === undefined ? '' : `/${pid}`}`;
 }

@@ -38,6 +38,11 @@ export interface ProcessInfo {
   exitCode: number | null;
   /** Whether its stdin is still open for writes. */
   stdinOpen: boolean;
+  /**
+   * Callers attached now. Output goes to them as produced; with none it waits unread. (A client that went
+   * away counts until the backend sees its stream end.)
+   */
+  attached: number;
 }
 
 /** Output not yet taken by an attach or a read, in the order it was produced. */

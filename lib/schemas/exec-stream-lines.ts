@@ -12,31 +12,51 @@ export const execStreamLineSchema = z.union([
 export type ExecStreamLine = z.infer<typeof execStreamLineSchema>;
 
 /**
- * Reads a streamed exec's body as its chunks arrive (cut anywhere, even inside a character): each push
- * gives the lines it completed. Blank lines are the server's keep-alive and are skipped; a line that is
- * not one of the lines above throws (the body is not an exec stream). Text after the last newline waits
- * for the next chunk: at the end of the body it is a line cut off, never read.
+ * Reads an NDJSON body of `schema`'s lines as its chunks arrive (cut anywhere, even inside a character):
+ * each push gives the lines it completed. Blank lines are the server's keep-alive and are skipped; a line
+ * that is not one of the schema's throws. Text after the last newline waits for the next chunk: at the end
+ * of the body it is a line cut off, never read.
  */
-export class ExecStreamLineReader {
+export class NdjsonLineReader<T> {
   readonly #decoder = new TextDecoder();
+  readonly #schema: z.ZodMiniType<T>;
   #buffer = '';
 
-  push(chunk: Uint8Array | string): ExecStreamLine[] {
+  constructor(schema: z.ZodMiniType<T>) {
+    this.#schema = schema;
+  }
+
+  push(chunk: Uint8Array | string): T[] {
     this.#buffer += typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
-    const lines: ExecStreamLine[] = [];
+    const lines: T[] = [];
     for (let newline = this.#buffer.indexOf('\n'); newline >= 0; newline = this.#buffer.indexOf('\n')) {
       const text = this.#buffer.slice(0, newline).trim();
       this.#buffer = this.#buffer.slice(newline + 1);
-      if (text !== '') lines.push(execStreamLineSchema.parse(JSON.parse(text)));
+      if (text !== '') lines.push(this.#schema.parse(JSON.parse(text)));
     }
     return lines;
   }
 }
 
+/** A streamed exec's lines (see NdjsonLineReader). */
+export class ExecStreamLineReader extends NdjsonLineReader<ExecStreamLine> {
+  constructor() {
+    super(execStreamLineSchema);
+  }
+}
+
+/** The lines of an NDJSON body of `schema`'s lines. */
+export async function* ndjsonLines<T>(
+  schema: z.ZodMiniType<T>,
+  chunks: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>,
+): AsyncGenerator<T> {
+  const reader = new NdjsonLineReader(schema);
+  for await (const chunk of chunks) yield* reader.push(chunk);
+}
+
 /** The lines of a streamed exec's body (see ExecStreamLineReader). */
-export async function* execStreamLines(
+export function execStreamLines(
   chunks: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>,
 ): AsyncGenerator<ExecStreamLine> {
-  const reader = new ExecStreamLineReader();
-  for await (const chunk of chunks) yield* reader.push(chunk);
+  return ndjsonLines(execStreamLineSchema, chunks);
 }

@@ -1,6 +1,7 @@
 import { processSignals } from '../adapter/processes.ts';
 import * as z from '../zod.ts';
 import { envSchema } from './common.ts';
+import { execStreamLineSchema } from './exec-stream-lines.ts';
 
 /** Input a single request may carry; a process takes at most its backend's bytes a second on top. */
 export const maxStdinBytesPerRequest = 64 * 1024;
@@ -44,6 +45,8 @@ export const processSchema = z.object({
   /** null while it runs. */
   exitCode: z.nullable(z.int()),
   stdinOpen: z.boolean(),
+  /** Callers attached now: output goes to them as produced; with none it waits unread (bounded). */
+  attached: z.int(),
 });
 export type ProcessView = z.infer<typeof processSchema>;
 
@@ -85,3 +88,11 @@ export const processOutputSchema = z.object({
   stderr: z.string(),
   exitCode: z.nullable(z.int()),
 });
+
+/** One line of an attach (NDJSON): the process first, its output, then `{exitCode}`, `{detached}` or `{error}`. */
+export const attachLineSchema = z.union([
+  z.object({ process: processSchema }),
+  execStreamLineSchema,
+  z.object({ detached: z.object({ reason: z.string() }) }),
+]);
+export type AttachStreamLine = z.infer<typeof attachLineSchema>;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
+import { DifferentlyClient } from '../../sdk/index.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 
 /**
@@ -176,5 +177,30 @@ describe('interactive processes over REST', () => {
     const placed = await e.api.post('/v1/sandboxes', e.key, { capabilities: ['exec.stdin', 'exec.pty'] });
     const id = z.object({ id: z.string() }).parse(placed.body).id;
     expect((await e.until(id, 'running')).pool).toBe('local');
+  });
+
+  it('is served by the TS SDK: start, attach while writing, detach and attach again, signal', async () => {
+    const client = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.key });
+    const { pid } = await client.startProcess(sandboxId, { command: 'cat' });
+    await client.writeStdin(sandboxId, pid, 'first\n');
+    let seen = '';
+    // Breaking out of the loop ends the stream: a detach.
+    for await (const line of client.attachProcess(sandboxId, pid)) {
+      if ('stream' in line) seen += line.data;
+      if (seen.includes('first')) break;
+    }
+    expect(seen).toBe('first\n');
+    // The server sees the stream end (what was printed to a gone stream would be lost with it).
+    await expect.poll(async () => (await client.getProcess(sandboxId, pid)).attached).toBe(0);
+    // Detached, it runs on; what it prints meanwhile waits for the next attach.
+    await client.writeStdin(sandboxId, pid, new TextEncoder().encode('second\n'));
+    await client.signalProcess(sandboxId, pid, 'SIGTERM');
+    const lines = [];
+    for await (const line of client.attachProcess(sandboxId, pid)) lines.push(line);
+    expect(lines.slice(1)).toEqual([{ stream: 'stdout', data: 'second\n' }, { exitCode: 143 }]);
+    expect((await client.listProcesses(sandboxId)).items.find((p) => p.pid === pid)).toMatchObject({
+      exitCode: 143,
+    });
+    await expect(client.writeStdin(sandboxId, pid, 'x')).rejects.toMatchObject({ code: 'invalid_state' });
   });
 });

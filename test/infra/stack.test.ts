@@ -226,7 +226,7 @@ describe('the CDK app', () => {
     });
   });
 
-  it("streams exactly the exec route, the MCP endpoint and the E2B facade's process.Start (POST), as the local runtime routes them", () => {
+  it("streams exactly the exec and process attach routes, the MCP endpoint and the E2B facade's process.Start and Connect (POST), as the local runtime routes them", () => {
     const streamed = Object.values(resources).filter(
       (r) =>
         r.Type === 'AWS::ApiGateway::Method' &&
@@ -241,7 +241,13 @@ describe('the CDK app', () => {
     };
     expect(
       streamed.map((m) => `${String(m.Properties.HttpMethod)} ${pathOf(m.Properties.ResourceId)}`).sort(),
-    ).toEqual(['POST /e2b/process.Process/Start', 'POST /v1/mcp', 'POST /v1/sandboxes/{id}/exec']);
+    ).toEqual([
+      'POST /e2b/process.Process/Connect',
+      'POST /e2b/process.Process/Start',
+      'POST /v1/mcp',
+      'POST /v1/sandboxes/{id}/exec',
+      'POST /v1/sandboxes/{id}/processes/{pid}/attach',
+    ]);
   });
 
   it('reserves no concurrency (the reconciler’s lease keeps it single), unless the operator asks for it', () => {

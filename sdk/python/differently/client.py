@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.error
@@ -35,9 +36,13 @@ from .models import (
     PoolDeleted,
     PoolPage,
     Port,
+    Process,
+    ProcessList,
+    ProcessOutput,
     Project,
     ProjectPage,
     QuotaChange,
+    StartProcessRequest,
     ReconcileReport,
     Sandbox,
     SandboxPage,
@@ -62,6 +67,10 @@ def _path(template: str, **params: str) -> str:
     for name, value in params.items():
         template = template.replace("{" + name + "}", urllib.parse.quote(value, safe=""))
     return template
+
+
+def _process_path(sandbox_id: str, pid: int, rest: str = "") -> str:
+    return _path("/v1/sandboxes/{id}/processes/", id=sandbox_id) + str(int(pid)) + rest
 
 
 class _Transport:
@@ -262,6 +271,55 @@ class DifferentlyClient:
                 yield event
         if not final:
             yield {"error": {"code": "provider_unavailable", "message": "the stream ended without a final event"}}
+
+    # -- interactive processes -----------------------------------------------------------------------
+
+    def start_process(self, sandbox_id: str, request: StartProcessRequest) -> Process:
+        """Starts an interactive process (stdin written later; `pty` for a terminal); attach to read it."""
+        return cast(Process, self._t.json("POST", _path("/v1/sandboxes/{id}/processes", id=sandbox_id), body=request))
+
+    def list_processes(self, sandbox_id: str) -> ProcessList:
+        return cast(ProcessList, self._t.json("GET", _path("/v1/sandboxes/{id}/processes", id=sandbox_id), retry=True))
+
+    def get_process(self, sandbox_id: str, pid: int) -> Process:
+        return cast(Process, self._t.json("GET", _process_path(sandbox_id, pid), retry=True))
+
+    def attach_process(self, sandbox_id: str, pid: int) -> Iterator[dict[str, Any]]:
+        """Yields {"process"}, its unread output and what it prints, then {"exitCode"}, {"detached"} or {"error"}."""
+        response = self._t.open("POST", _process_path(sandbox_id, pid, "/attach"), stream=True)
+        final = False
+        with response:
+            for raw in response:
+                text = raw.decode("utf-8").strip()
+                if not text:
+                    continue  # keep-alive
+                event = json.loads(text)
+                if not isinstance(event, dict):
+                    raise DifferentlyError(502, "http_error", f"not an attach line: {text[:200]}")
+                final = final or "exitCode" in event or "error" in event or "detached" in event
+                yield event
+        if not final:
+            yield {"error": {"code": "provider_unavailable", "message": "the stream ended without a final event"}}
+
+    def write_stdin(self, sandbox_id: str, pid: int, data: str | bytes, *, close: bool = False) -> None:
+        """Writes to a process's stdin (64 KiB at most a call); `close` ends its input after."""
+        body: dict[str, Any] = {"data": data} if isinstance(data, str) else {"dataBase64": base64.b64encode(data).decode("ascii")}
+        if close:
+            body["close"] = True
+        self._t.open("POST", _process_path(sandbox_id, pid, "/stdin"), body=body).close()
+
+    def close_stdin(self, sandbox_id: str, pid: int) -> None:
+        self._t.open("POST", _process_path(sandbox_id, pid, "/stdin"), body={"close": True}).close()
+
+    def read_process_output(self, sandbox_id: str, pid: int, *, max_bytes: int | None = None) -> ProcessOutput:
+        """What a process printed since the last attach or read, without waiting."""
+        return cast(ProcessOutput, self._t.json("GET", _process_path(sandbox_id, pid, "/output"), query={"maxBytes": max_bytes}))
+
+    def resize_process(self, sandbox_id: str, pid: int, cols: int, rows: int) -> None:
+        self._t.open("POST", _process_path(sandbox_id, pid, "/resize"), body={"cols": cols, "rows": rows}, retry=True).close()
+
+    def signal_process(self, sandbox_id: str, pid: int, signal: str) -> None:
+        self._t.open("POST", _process_path(sandbox_id, pid, "/signal"), body={"signal": signal}).close()
 
     def list_files(self, sandbox_id: str, path: str) -> FileList:
         return cast(FileList, self._t.json("GET", _path("/v1/sandboxes/{id}/files", id=sandbox_id), query={"path": path}, retry=True))

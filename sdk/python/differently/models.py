@@ -95,6 +95,34 @@ class Port(TypedDict):
     url: str
 
 
+class Process(TypedDict):
+    """What one interactive process answers."""
+
+    pid: int
+    argv: list[str]
+    cwd: str
+    pty: dict[str, Any] | None
+    tag: str | None
+    startedAt: str
+    exitCode: int | None
+    stdinOpen: bool
+    attached: int
+
+
+class ProcessList(TypedDict):
+    """What list the interactive processes of a sandbox: running ones, and ended ones for five minutes answers."""
+
+    items: list[dict[str, Any]]
+
+
+class ProcessOutput(TypedDict):
+    """What what a process printed since the last attach or read, without waiting (`exitCode` once it ended and everything was read) answers."""
+
+    stdout: str
+    stderr: str
+    exitCode: int | None
+
+
 class Snapshot(TypedDict):
     """What get a snapshot answers."""
 
@@ -345,6 +373,19 @@ class ExecRequest(TypedDict, total=False):
     cwd: str
     stdin: str
     timeoutSeconds: int
+
+
+class StartProcessRequest(TypedDict, total=False):
+    """The body of: Start an interactive process (stdin written later; with `pty`, in a terminal): it runs until it exits, its timeout, or the sandbox stops; attach to read its output."""
+
+    command: str
+    args: list[str]
+    env: dict[str, Any]
+    cwd: str
+    pty: dict[str, Any]
+    timeoutSeconds: int
+    tag: str
+    stdin: bool
 
 
 class _CreateOrgRequestRequired(TypedDict):

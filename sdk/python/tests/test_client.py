@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from pathlib import Path
 
@@ -114,6 +115,35 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         self.assertEqual([s["id"] for s in listed["items"]], [sandbox_id])
 
         self.assertEqual(self.tenant.delete_sandbox(sandbox_id)["status"], "terminating")
+
+    def test_interactive_processes(self) -> None:
+        sandbox_id = self.running()
+        started = self.tenant.start_process(sandbox_id, {"command": "while read -r l; do echo \"got:$l\"; done; exit 2"})
+        pid = started["pid"]
+        self.tenant.write_stdin(sandbox_id, pid, "one\n")
+        self.tenant.write_stdin(sandbox_id, pid, b"two\n", close=True)
+        lines = list(self.tenant.attach_process(sandbox_id, pid))
+        self.assertEqual(lines[0]["process"]["pid"], pid)
+        self.assertEqual("".join(line.get("data", "") for line in lines), "got:one\ngot:two\n")
+        self.assertEqual(lines[-1], {"exitCode": 2})
+        self.assertEqual(self.tenant.get_process(sandbox_id, pid)["exitCode"], 2)
+        with self.assertRaises(DifferentlyError) as refused:
+            self.tenant.write_stdin(sandbox_id, pid, "late\n")
+        self.assertEqual(refused.exception.code, "invalid_state")
+
+        shell = self.tenant.start_process(sandbox_id, {"args": ["/bin/sh"], "pty": {"cols": 80, "rows": 24}})
+        self.tenant.resize_process(sandbox_id, shell["pid"], 100, 30)
+        self.tenant.write_stdin(sandbox_id, shell["pid"], "stty size\n")
+        seen = ""
+        for _ in range(200):
+            seen += self.tenant.read_process_output(sandbox_id, shell["pid"])["stdout"]
+            if "30 100" in seen:
+                break
+            time.sleep(0.05)
+        self.assertIn("30 100", seen)
+        self.tenant.signal_process(sandbox_id, shell["pid"], "SIGKILL")
+        self.assertIn(shell["pid"], [p["pid"] for p in self.tenant.list_processes(sandbox_id)["items"]])
+        self.tenant.delete_sandbox(sandbox_id)
 
     def test_creates_carry_an_idempotency_key(self) -> None:
         first = self.tenant.create_sandbox({"labels": {"try": "1"}}, idempotency_key="python-once")
