@@ -6,6 +6,11 @@ export interface CliIo {
   stdout: { write(chunk: string | Uint8Array): unknown };
   stderr: { write(chunk: string | Uint8Array): unknown; isTTY?: boolean };
   env: Record<string, string | undefined>;
+  /** The process's own terminal (or pipes), for `sandboxes shell`; tests in process leave it out. */
+  terminal?: {
+    stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(mode: boolean): unknown };
+    stdout: { write(chunk: string | Uint8Array): unknown; isTTY?: boolean; columns?: number; rows?: number };
+  };
 }
 
 /** A mistake in how the CLI was called: printed with the usage, exit code 2. */

@@ -18,6 +18,7 @@ Usage: differently <command> [options]
 
 Commands:
   sandboxes create|list|get|delete   manage sandboxes
+  sandboxes shell <id>               a terminal in the sandbox; exits with the shell's exit code
   exec <id> -- <command...>          run a command, streaming its output; exits with its exit code
   files ls|get|put                   list, read and write files
   snapshots create|list|delete       snapshots
@@ -129,7 +130,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
 }
 
 if (import.meta.main) {
-  run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env }).then(
-    (code) => process.exit(code),
-  );
+  run(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    terminal: { stdin: process.stdin, stdout: process.stdout },
+  }).then((code) => process.exit(code));
 }

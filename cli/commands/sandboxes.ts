@@ -1,5 +1,6 @@
 import type { SandboxView } from '../../sdk/index.ts';
 import { type Command, type CommandContext, table, UsageError } from '../context.ts';
+import { shell } from './shell.ts';
 
 export const sandboxColumns = ['id', 'status', 'pool', 'statusMessage'];
 
@@ -78,9 +79,12 @@ export const sandboxes: Command = {
   differently sandboxes update <id> [--ttl SECONDS] [--label K=V]...
   differently sandboxes stop|start|pause|resume <id> [--wait [--timeout SECONDS]]
   differently sandboxes delete <id>
+  differently sandboxes shell <id> [-- command [args...]]
 A stop, start, pause or resume the backend needs longer for answers with the sandbox stopping, starting,
 pausing or resuming (the operations worker finishes it); --wait waits until it has settled.
---wait prints the id at once and each status change (and why it waits) on stderr; the record on stdout.`,
+--wait prints the id at once and each status change (and why it waits) on stderr; the record on stdout.
+shell opens a terminal in the sandbox (its login shell, or the command after --), resized with this one;
+piped, the pipe is its stdin. It exits with the shell's exit code.`,
   actions: {
     create: async (ctx) => {
       const { values } = ctx;
@@ -115,6 +119,7 @@ pausing or resuming (the operations worker finishes it); --wait waits until it h
       ctx.print(page, () => table(page.items, sandboxColumns));
       return 0;
     },
+    shell,
     get: async (ctx) => {
       const sandbox = await ctx.client.getSandbox(ctx.need(ctx.rest[0], 'id'));
       ctx.print(sandbox, () => table([sandbox], [...sandboxColumns, 'expiresAt']));
