@@ -53,17 +53,9 @@ export interface ProcessOutput {
   exitCode: number | null;
 }
 
-/** The signals a process can be sent through the API. */
-export const processSignals = [
-  'SIGINT',
-  'SIGTERM',
-  'SIGKILL',
-  'SIGHUP',
-  'SIGQUIT',
-  'SIGUSR1',
-  'SIGUSR2',
-] as const;
-export type ProcessSignal = (typeof processSignals)[number];
+import type { ProcessSignal } from '../schemas/processes.ts';
+
+export type { ProcessSignal };
 
 export interface ProcessHost {
   startProcess(ref: string, request: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo>;

@@ -1,7 +1,18 @@
-import { processSignals } from '../adapter/processes.ts';
 import * as z from '../zod.ts';
 import { envSchema } from './common.ts';
 import { execStreamLineSchema } from './exec-stream-lines.ts';
+
+/** The signals a process can be sent through the API. */
+export const processSignals = [
+  'SIGINT',
+  'SIGTERM',
+  'SIGKILL',
+  'SIGHUP',
+  'SIGQUIT',
+  'SIGUSR1',
+  'SIGUSR2',
+] as const;
+export type ProcessSignal = (typeof processSignals)[number];
 
 /** Input a single request may carry; a process takes at most its backend's bytes a second on top. */
 export const maxStdinBytesPerRequest = 64 * 1024;

@@ -45,6 +45,7 @@ describe('isolation matrix over every route', () => {
   const call = async (route: RouteDefinition, key: string | undefined) => {
     const path = route.path
       .replace('{name}', 'fake')
+      .replace('{pid}', '1')
       .replace(
         '{id}',
         route.path.startsWith('/v1/snapshots')
@@ -60,6 +61,10 @@ describe('isolation matrix over every route', () => {
       '/v1/sandboxes/{id}/exec': { command: 'true' },
       '/v1/sandboxes/{id}/snapshots': { kind: 'disk' },
       '/v1/sandboxes/{id}/ports': { port: 8080 },
+      '/v1/sandboxes/{id}/processes': { command: 'cat' },
+      '/v1/sandboxes/{id}/processes/{pid}/stdin': { data: 'x' },
+      '/v1/sandboxes/{id}/processes/{pid}/resize': { cols: 80, rows: 24 },
+      '/v1/sandboxes/{id}/processes/{pid}/signal': { signal: 'SIGTERM' },
       '/v1/sandboxes/{id}': { labels: {} },
       '/v1/admin/orgs': { name: 'x' },
       '/v1/admin/orgs/{id}/keys': { name: 'x' },

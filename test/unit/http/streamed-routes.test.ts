@@ -6,8 +6,10 @@ describe('the streamed routes, from the route declarations', () => {
   it('are the routes that declare `streamed` and the E2B facade’s process.Start', () => {
     expect(declaredStreamedRoutes().map((route) => `${route.method} ${route.path}`)).toEqual([
       'POST /v1/sandboxes/{id}/exec',
+      'POST /v1/sandboxes/{id}/processes/{pid}/attach',
       'POST /v1/mcp',
       'POST /e2b/process.Process/Start',
+      'POST /e2b/process.Process/Connect',
     ]);
   });
 
