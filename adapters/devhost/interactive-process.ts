@@ -1,17 +1,11 @@
-import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import type { Writable } from 'node:stream';
 import type { ProcessSignal, TerminalSize } from '../../lib/adapter/processes.ts';
 import type { ProcessDriver, TrackedProcess } from '../process-table.ts';
+import { type SpawnLaunch, spawnInOwnGroup } from './jailed-spawn.ts';
 import { frame, frameTypes, processHelperSource } from './process-helper.ts';
 
-export interface InteractiveLaunch {
-  /** argv as an exec would start it (the jail's bwrap, or the helper itself unjailed): see helperArgv. */
-  argv: string[];
-  fd3?: string | undefined;
-  user?: { uid: number; gid: number } | undefined;
-  cwd: string;
-  env: Record<string, string>;
+/** As an exec would start it (argv: the jail's bwrap, or the helper itself unjailed; see helperArgv). */
+export interface InteractiveLaunch extends SpawnLaunch {
   timeoutSeconds: number;
 }
 
@@ -39,28 +33,13 @@ export function launchInteractive(
   process_: TrackedProcess,
   onExit: (exitCode: number) => void,
 ): ProcessDriver {
-  const [file, ...args] = launch.argv;
-  const child = spawn(file ?? 'python3', args, {
-    cwd: launch.cwd,
-    env: launch.env,
-    detached: true,
-    stdio: launch.fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'],
-    ...(launch.user !== undefined && { uid: launch.user.uid, gid: launch.user.gid }),
-  });
-  if (launch.fd3 !== undefined) {
-    const fd3 = child.stdio[3] as Writable | null;
-    fd3?.on('error', () => undefined);
-    fd3?.end(launch.fd3);
-  }
+  const { child, kill } = spawnInOwnGroup(launch);
   let exited = false;
   let timedOut = false;
   const killGroup = () => {
-    if (child.pid === undefined) return;
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // the group has already exited
-    }
+    // Closing the helper's channel also kills the command from inside the jail (the helper's own rule).
+    child.stdin.destroy();
+    kill();
   };
   const timer = setTimeout(() => {
     timedOut = true;

@@ -70,8 +70,15 @@ export function jailUser(runAs: JailUser): JailUser | undefined {
   return process.getuid?.() === 0 ? runAs : undefined;
 }
 
+/**
+ * The fd bwrap writes its information to (`{"child-pid": N}`): the jail's pid 1 as the host sees it. That
+ * process sets up a session of its own, so a kill of the launcher's group misses it, and it dies with its
+ * parent only once it has asked to: a kill must reach it by pid (see jailed-spawn.ts).
+ */
+export const jailInfoFd = 4;
+
 export interface JailCommand {
-  /** argv for spawn: bwrap reading its options from fd 3, then the command. */
+  /** argv for spawn: bwrap reading its options from fd 3, telling its child's pid on fd 4, then the command. */
   argv: string[];
   /** What to write to fd 3: the NUL-separated options (mounts, environment, working directory). */
   options: string;
@@ -126,7 +133,10 @@ export function jailCommand(
   for (const option of [...options, ...argv]) {
     if (option.includes('\0')) throw adapterErrors.invalidRequest('a NUL byte cannot be passed to a command');
   }
-  return { argv: ['bwrap', '--args', '3', '--', ...argv], options: options.map((o) => `${o}\0`).join('') };
+  return {
+    argv: ['bwrap', '--args', '3', '--info-fd', String(jailInfoFd), '--', ...argv],
+    options: options.map((o) => `${o}\0`).join(''),
+  };
 }
 
 /** One thing the jail was checked to do, and what was seen. */
@@ -182,7 +192,7 @@ function runProbe(root: string, user: JailUser | undefined): JailProbe {
     const fd3 = optionsOnFd3(jail.options);
     const run = spawnSync(jail.argv[0] ?? 'bwrap', jail.argv.slice(1), {
       input: '',
-      stdio: ['pipe', 'pipe', 'pipe', fd3.fd],
+      stdio: ['pipe', 'pipe', 'pipe', fd3.fd, 'pipe'],
       env: launcherEnv,
       cwd: '/',
       timeout: 10_000,

@@ -8,7 +8,8 @@
  * with the command's exit code (128 + n for signal n, as a shell says it).
  *
  * A frame is one type byte, a 4-byte big-endian length and the payload:
- * `d` input bytes, `e` end of input, `r` resize ("cols rows"), `s` signal (its number).
+ * `d` input bytes, `e` end of input, `r` resize ("cols rows"), `s` signal (its number). The end of the
+ * helper's stdin itself (not an `e` frame) kills the command: it is how a kill reaches inside the jail.
  */
 export const frameTypes = { data: 0x64, end: 0x65, resize: 0x72, signal: 0x73 } as const;
 
@@ -84,7 +85,10 @@ def main():
         if 0 in readable:
             chunk = os.read(0, 65536)
             if not chunk:
+                # The control channel closed: the control plane ended this process (or is gone). Nothing
+                # may outlive it, whatever became of the jail's own parent.
                 control_open = False
+                send_signal(signal.SIGKILL)
             frames += chunk
             while len(frames) >= 5:
                 kind = frames[0]

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
-import type { Writable } from 'node:stream';
 import type { ExecEvent } from '../../lib/adapter/port.ts';
+import { spawnInOwnGroup } from './jailed-spawn.ts';
 
 export interface RunProcessOptions {
   /** argv; with `shell`, argv[0] is the command line given to /bin/sh -c. */
@@ -29,7 +28,7 @@ export interface RunProcessResult {
 export const timeoutExitCode = 124;
 
 /**
- * Runs one host process in its own process group, so a timeout kills everything it started. Output is
+ * Runs one host process in its own process group (a jail's too), so a timeout kills everything it started. Output is
  * delivered as produced; the caller decides whether to buffer (with a cap) or stream it.
  */
 export function runProcess(options: RunProcessOptions): Promise<RunProcessResult> {
@@ -40,34 +39,22 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
       reject(new Error('no command to run'));
       return;
     }
-    const child = spawn(file, args, {
+    const { child, kill: killGroup } = spawnInOwnGroup({
+      argv: [file, ...args],
+      fd3: options.fd3,
+      user: options.user,
       cwd: options.cwd,
       env: options.env,
-      detached: true,
-      stdio: options.fd3 === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', 'pipe'],
-      ...(options.user !== undefined && { uid: options.user.uid, gid: options.user.gid }),
     });
-    if (options.fd3 !== undefined) {
-      const fd3 = child.stdio[3] as Writable | null;
-      fd3?.on('error', () => undefined);
-      fd3?.end(options.fd3);
-    }
     let timedOut = false;
-    const killGroup = () => {
-      if (child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // the group has already exited
-        }
-      }
-    };
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup();
     }, options.timeoutSeconds * 1000);
     const onAbort = () => killGroup();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
+    // Aborted while the caller was still setting up (a delete racing an exec): never run it to its end.
+    if (options.signal?.aborted) killGroup();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
 
     // While the consumer is behind, both pipes are paused: the command blocks on a full pipe instead of
     // the control plane buffering its output.

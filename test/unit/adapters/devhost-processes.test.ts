@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -166,5 +166,38 @@ describe.each([
     await expect(adapter.writeStdin(ref, started.pid, Buffer.from('x'))).rejects.toMatchObject({
       code: 'not_found',
     });
+  });
+
+  it('leaves nothing running when a kill lands while the jail is still being made', async () => {
+    // bwrap's pid 1 of the jail has a session of its own: a kill of the launcher's group alone, landing
+    // before that pid asked to die with its parent, left the jail and its command running (CI, 2026-12-07).
+    const marker = `marker-${newId('sandbox')}`;
+    for (let round = 0; round < 25; round += 1) {
+      const started = await adapter.startProcess(ref, {
+        argv: [`sleep 300; : ${marker}`],
+        shell: true,
+        env: {},
+        timeoutSeconds: 600,
+      });
+      const waiting = adapter.attachProcess(ref, started.pid, () => undefined);
+      const abort = new AbortController();
+      const exec = adapter.execStream(ref, { command: `sleep 300; : ${marker}` }, () => undefined, {
+        signal: abort.signal,
+      });
+      // From "before the command was even spawned" to "while bwrap sets the jail up".
+      if (round % 5 !== 0) await new Promise((resolve) => setTimeout(resolve, round % 7));
+      abort.abort();
+      await adapter.stop(ref);
+      expect(await waiting).toBe(137);
+      expect(await exec).toBe(137);
+      await adapter.start(ref);
+    }
+    const left = (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry));
+    const survivors: string[] = [];
+    for (const pid of left) {
+      const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (commandLine.includes(marker) && !commandLine.includes('vitest')) survivors.push(pid);
+    }
+    expect(survivors).toEqual([]);
   });
 });
