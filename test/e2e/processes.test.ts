@@ -26,11 +26,16 @@ type Line = z.infer<typeof lineSchema>;
 
 describe('interactive processes over REST', () => {
   let e: E2e;
+  const logLines: string[] = [];
   let sandboxId: string;
 
   beforeAll(async () => {
+    const capture = (level: string) => (message: string, extra?: Record<string, unknown>) => {
+      logLines.push(`${level} ${message} ${JSON.stringify(extra ?? {})}`);
+    };
     e = await startE2e({
       fakes: { plain: { adapter: new FakeAdapter(), features: ['exec', 'exec.stream'] } },
+      log: { debug: capture('debug'), info: capture('info'), warn: capture('warn'), error: capture('error') },
     });
     sandboxId = (await e.running('local')).id;
   }, 60_000);
@@ -133,6 +138,49 @@ describe('interactive processes over REST', () => {
     await expect
       .poll(async () => processSchema.parse((await e.api.get(path(`/${pid}`), e.key)).body).exitCode)
       .toBe(137);
+  });
+
+  it('keeps a password typed into a terminal out of logs, audit, events and process listings', async () => {
+    const password = `pw-${crypto.randomUUID()}`;
+    const started = await e.api.post(path(), e.key, {
+      command: 'stty -echo; echo "Password:"; read -r secret; stty echo; printf "length %s\\n" "$(printf %s "$secret" | wc -c)"',
+      pty: { cols: 80, rows: 24 },
+    });
+    expect(started.status).toBe(201);
+    const { pid } = processSchema.parse(started.body);
+    let seen = '';
+    const output = async () => {
+      const read = await e.api.get(path(`/${pid}/output`), e.key);
+      seen += z.object({ stdout: z.string() }).parse(read.body).stdout;
+      return seen;
+    };
+    // The terminal echoes nothing once the prompt is out (as `sudo` or `ssh` would ask).
+    await expect.poll(output, { timeout: 15_000 }).toContain('Password:');
+    // Typed as a person would (in pieces), once as text and once base64-encoded.
+    await e.api.post(path(`/${pid}/stdin`), e.key, { data: password.slice(0, 10) });
+    await e.api.post(path(`/${pid}/stdin`), e.key, {
+      dataBase64: Buffer.from(`${password.slice(10)}\n`).toString('base64'),
+    });
+    await expect.poll(output, { timeout: 15_000 }).toContain(`length ${password.length}`);
+    const listed = JSON.stringify([
+      (await e.api.get(path(), e.key)).body,
+      (await e.api.get(path(`/${pid}`), e.key)).body,
+    ]);
+    const store = e.runtime.plane.store;
+    const { orgId } = z
+      .object({ orgId: z.string() })
+      .parse((await e.api.get(`/v1/sandboxes/${sandboxId}`, e.key)).body);
+    await store.linkAudit(orgId);
+    const audit = JSON.stringify((await store.listAudit(orgId, { limit: 1000 })).items);
+    const events = JSON.stringify(e.runtime.events);
+    expect(audit).toContain(sandboxId);
+    const encodings = [
+      password,
+      Buffer.from(password).toString('base64'),
+      Buffer.from(password.slice(10)).toString('base64').slice(0, 12),
+    ];
+    for (const where of [logLines.join('\n'), audit, events, listed, seen])
+      for (const encoded of encodings) expect(where).not.toContain(encoded);
   });
 
   it('refuses bad input and unknown processes with clear errors', async () => {

@@ -36,6 +36,8 @@ export async function startE2e(
     queues?: LocalRuntimeOptions['queues'];
     /** DynamoDB Local at this endpoint instead of the memory store (a fresh table per runtime is not needed: ids are unique). */
     dynamodbEndpoint?: string;
+    /** Where the runtime logs (a test that searches its log lines). */
+    log?: LocalRuntimeOptions['log'];
   } = {},
 ): Promise<E2e> {
   const root = await mkdtemp(join(tmpdir(), 'e2e-devhost-'));
@@ -59,6 +61,7 @@ export async function startE2e(
     reconcileIntervalSeconds: 0,
     poolRefreshIntervalSeconds: 0,
     ...(options.queues !== undefined && { queues: options.queues }),
+    ...(options.log !== undefined && { log: options.log }),
     ...(options.dynamodbEndpoint !== undefined && {
       storeKind: 'dynamodb' as const,
       dynamodbEndpoint: options.dynamodbEndpoint,
