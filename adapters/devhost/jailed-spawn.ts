@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { z } from 'zod';
+import * as z from '../../lib/zod.ts';
 import { jailInfoFd } from './jail.ts';
 
 export interface SpawnLaunch {
@@ -21,7 +21,7 @@ export interface SpawnedCommand {
 }
 
 // bwrap's information, read liberally: it may add fields of its own.
-const jailInfoSchema = z.looseObject({ 'child-pid': z.number().int().positive() });
+const jailInfoSchema = z.looseObject({ 'child-pid': z.int().check(z.positive()) });
 
 /**
  * Starts a command in a process group of its own, so a kill ends everything it started. In a jail, the

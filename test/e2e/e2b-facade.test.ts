@@ -244,8 +244,8 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
           },
         });
         await sandbox.pty.sendInput(terminal.pid, new TextEncoder().encode('stty size; tty\n'));
-        await expect.poll(() => screen, { timeout: 15_000 }).toMatch(/27 91/);
-        expect(screen).toMatch(/\/dev\/pts\/\d+/);
+        // Both lines: the size, then the terminal's name (they may arrive in separate chunks).
+        await expect.poll(() => screen, { timeout: 15_000 }).toMatch(/27 91\s+\/dev\/pts\/\d+/);
         await sandbox.pty.resize(terminal.pid, { cols: 120, rows: 40 });
         await sandbox.pty.sendInput(terminal.pid, new TextEncoder().encode('stty size; exit 5\n'));
         await expect.poll(() => screen, { timeout: 15_000 }).toMatch(/40 120/);

@@ -143,7 +143,8 @@ describe('interactive processes over REST', () => {
   it('keeps a password typed into a terminal out of logs, audit, events and process listings', async () => {
     const password = `pw-${crypto.randomUUID()}`;
     const started = await e.api.post(path(), e.key, {
-      command: 'stty -echo; echo "Password:"; read -r secret; stty echo; printf "length %s\\n" "$(printf %s "$secret" | wc -c)"',
+      command:
+        'stty -echo; echo "Password:"; read -r secret; stty echo; printf "length %s\\n" "$(printf %s "$secret" | wc -c)"',
       pty: { cols: 80, rows: 24 },
     });
     expect(started.status).toBe(201);
