@@ -109,6 +109,8 @@ export class TrackedProcess {
       await emit(event);
     }
     if (this.ended) return this.info.exitCode ?? undefined;
+    // Detached while the unread output was being handed over: an abort already fired is never heard again.
+    if (signal?.aborted) return undefined;
     const attacher: Attacher = { emit };
     this.#attachers.add(attacher);
     this.info.attached = this.#attachers.size;

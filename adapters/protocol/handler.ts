@@ -16,6 +16,7 @@ import {
   isSnapshotter,
   isStreamer,
 } from '../../lib/adapter/port.ts';
+import { isProcessHost, type ProcessHost } from '../../lib/adapter/processes.ts';
 import { formatIssues } from '../../lib/config.ts';
 import { ApiError, type ErrorCode, errors, httpStatusOf, isApiError } from '../../lib/errors.ts';
 import { secretsEqual } from '../../lib/tenancy/auth.ts';
@@ -25,9 +26,13 @@ import {
   execRequestSchema,
   maxFileBytes,
   maxJsonBytes,
+  maxProcessInputBytes,
   portRequestSchema,
+  processStartRequestSchema,
   protocolBase,
   protocolHeader,
+  resizeRequestSchema,
+  signalRequestSchema,
   snapshotRequestSchema,
 } from './wire.ts';
 
@@ -48,8 +53,9 @@ export interface ProtocolResponse {
   /**
    * NDJSON written line by line (streamed exec); `body` is then empty. `write` returns a promise while the
    * reader is behind: the adapter's emit hands it on, so a command's output waits for the client.
+   * `closed` is aborted when the client goes away (an attach then detaches).
    */
-  stream?: (write: (line: string) => undefined | Promise<void>) => Promise<void>;
+  stream?: (write: (line: string) => undefined | Promise<void>, closed: AbortSignal) => Promise<void>;
 }
 
 export interface ProtocolHandlerOptions {
@@ -180,6 +186,9 @@ export function createProtocolHandler(
       if (isSnapshotter(adapter)) await adapter.deleteSnapshot(ref);
       return empty();
     }
+    if (head === 'instances' && ref !== undefined && action === 'processes') {
+      return processRoute(request, ref, parts.slice(3));
+    }
     if (head === 'instances' && ref !== undefined && extra === undefined) {
       if (action === undefined) {
         if (method === 'GET') return json(200, await adapter.get(ref));
@@ -273,6 +282,86 @@ export function createProtocolHandler(
     throw new ApiError('not_found', `no route for ${method} ${request.path}`, { path: request.path });
   }
 
+  /** /instances/{ref}/processes[/{pid}[/{verb}]]: interactive processes, behind exec.stdin (a pty: exec.pty). */
+  async function processRoute(
+    request: ProtocolRequest,
+    ref: string,
+    rest: string[],
+  ): Promise<ProtocolResponse> {
+    const { method } = request;
+    await requireFeature('exec.stdin', isProcessHost(adapter), 'processes');
+    if (!isProcessHost(adapter)) throw errors.unsupportedOperation('processes');
+    const host: ProcessHost = adapter;
+    const [pidText, verb, ...more] = rest;
+    if (pidText === undefined) {
+      if (method === 'GET') return json(200, await host.listProcesses(ref));
+      if (method === 'POST') {
+        const start = parse(processStartRequestSchema, request.body);
+        if (start.pty !== undefined) await requireFeature('exec.pty', true, 'startProcess with a terminal');
+        return json(200, await host.startProcess(ref, start));
+      }
+    }
+    const pid = Number(pidText);
+    if (pidText !== undefined && (!/^\d{1,10}$/.test(pidText) || !Number.isSafeInteger(pid)))
+      throw errors.invalidRequest(`not a process id: ${pidText}`);
+    if (more.length === 0 && pidText !== undefined) {
+      if (verb === undefined && method === 'GET') {
+        const found = (await host.listProcesses(ref)).find((process) => process.pid === pid);
+        if (found === undefined) throw new ApiError('not_found', `no process ${pid}`, { pid });
+        return json(200, found);
+      }
+      if (verb === 'output' && method === 'GET') {
+        const maxBytes = Number(request.query.get('maxBytes') ?? maxJsonBytes / 2);
+        if (!Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > maxJsonBytes / 2)
+          throw errors.invalidRequest(`maxBytes must be an integer from 1 to ${maxJsonBytes / 2}`);
+        return json(200, await host.readProcessOutput(ref, pid, maxBytes));
+      }
+      if (method === 'POST') {
+        switch (verb) {
+          case 'stdin':
+            await host.writeStdin(ref, pid, new Uint8Array(request.body ?? Buffer.alloc(0)));
+            return empty();
+          case 'close-stdin':
+            await host.closeStdin(ref, pid);
+            return empty();
+          case 'resize':
+            await host.resizeProcess(ref, pid, parse(resizeRequestSchema, request.body));
+            return empty();
+          case 'signal':
+            await host.signalProcess(ref, pid, parse(signalRequestSchema, request.body).signal);
+            return empty();
+          case 'attach':
+            // A pid that is not there is a plain 404, before the stream's status line.
+            if (!(await host.listProcesses(ref)).some((process) => process.pid === pid))
+              throw new ApiError('not_found', `no process ${pid}`, { pid });
+            return {
+              status: 200,
+              headers: { ...baseHeaders, 'content-type': 'application/x-ndjson' },
+              body: '',
+              stream: async (write, closed) => {
+                try {
+                  const exitCode = await host.attachProcess(
+                    ref,
+                    pid,
+                    (event) => write(`${JSON.stringify(event)}\n`),
+                    { signal: closed },
+                  );
+                  write(`${JSON.stringify(exitCode === undefined ? { detached: true } : { exitCode })}\n`);
+                } catch (error) {
+                  if (!isApiError(error)) options.onError?.(error);
+                  const failure = isApiError(error)
+                    ? { code: error.code, message: error.message }
+                    : { code: 'internal', message: 'internal error' };
+                  write(`${JSON.stringify({ error: failure })}\n`);
+                }
+              },
+            };
+        }
+      }
+    }
+    throw new ApiError('not_found', `no route for ${method} ${request.path}`, { path: request.path });
+  }
+
   const handle = async (request: ProtocolRequest): Promise<ProtocolResponse> => {
     if (!authorized(request.headers))
       return errorResponse(errors.unauthenticated('a valid adapter token is required'));
@@ -287,6 +376,10 @@ export function createProtocolHandler(
   return Object.assign(handle, {
     authorized,
     bodyLimit: (method: string, path: string) =>
-      method === 'PUT' && path.endsWith('/files/content') ? maxFileBytes : maxJsonBytes,
+      method === 'PUT' && path.endsWith('/files/content')
+        ? maxFileBytes
+        : /\/processes\/\d+\/stdin$/.test(path)
+          ? maxProcessInputBytes
+          : maxJsonBytes,
   });
 }

@@ -12,6 +12,9 @@ import { protocolHeader } from './wire.ts';
  * so a streamed exec is collected and returned whole here (the client reads it as NDJSON all the same);
  * run the Node server where output must arrive as produced.
  */
+/** How long a buffered attach collects output before it detaches. */
+const bufferedAttachMs = 5_000;
+
 export function lambdaAdapterHandler(handler: ProtocolHandler) {
   return async (event: LambdaFunctionURLEvent): Promise<FunctionUrlResult> => {
     const headers: Record<string, string | undefined> = {};
@@ -46,10 +49,12 @@ export function lambdaAdapterHandler(handler: ProtocolHandler) {
     let text = typeof response.body === 'string' ? response.body : undefined;
     if (response.stream !== undefined) {
       const lines: string[] = [];
+      // Buffered: an attach answers what its process printed within a few seconds, then detaches (the
+      // client attaches again); a streamed exec never looks at the signal.
       await response.stream((line) => {
         lines.push(line);
         return undefined;
-      });
+      }, AbortSignal.timeout(bufferedAttachMs));
       text = lines.join('');
     }
     if (text === undefined && Buffer.isBuffer(response.body)) {

@@ -99,8 +99,17 @@ async function serve(handler: ProtocolHandler, req: IncomingMessage, res: Server
   }
   // write() answers false when the socket's buffer is full: the stream then waits for it to drain
   // (backpressure), and never hands the boolean on as if it were a promise.
-  await response.stream((line) =>
-    res.write(line) ? undefined : new Promise<void>((resolve) => res.once('drain', () => resolve())),
+  const closed = new AbortController();
+  res.once('close', () => closed.abort());
+  await response.stream(
+    (line) =>
+      res.destroyed || res.write(line)
+        ? undefined
+        : new Promise<void>((resolve) => {
+            res.once('drain', () => resolve());
+            res.once('close', () => resolve());
+          }),
+    closed.signal,
   );
   res.end();
 }

@@ -4,6 +4,7 @@
  */
 
 import { errorCodes } from '../../lib/errors.ts';
+import { processSignals } from '../../lib/schemas/processes.ts';
 import * as z from '../../lib/zod.ts';
 
 export const protocolBase = '/adapter/v1';
@@ -229,6 +230,88 @@ export const envelopeSchema = z.object({
 export const streamLineSchema = z.union([
   z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.object({ exitCode: z.int() }),
+  z.object({ error: z.string() }),
+  z.object({ error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+
+/*
+ * Interactive processes (features exec.stdin and exec.pty): routes under /instances/{ref}/processes.
+ * Input is raw bytes (at most maxProcessInputBytes a request); the attach is NDJSON: output events as a
+ * streamed exec's, then one final {"exitCode"}, {"detached": true} or {"error"}.
+ */
+
+/** Input one request may carry (the API's own bound per request). */
+export const maxProcessInputBytes = 64 * 1024;
+
+const terminalSize = z.object({
+  cols: z.int().check(z.gte(1), z.lte(1000)),
+  rows: z.int().check(z.gte(1), z.lte(1000)),
+});
+
+export const processStartRequestSchema = z.pipe(
+  z.object({
+    argv: z.array(z.string().check(z.maxLength(128 * 1024))).check(z.minLength(1), z.maxLength(1024)),
+    shell: flag,
+    env: stringMap,
+    cwd: optionalText(4096),
+    pty: z.pipe(
+      z.nullish(terminalSize),
+      z.transform((value) => value ?? undefined),
+    ),
+    timeoutSeconds: z.int().check(z.gte(1), z.lte(24 * 3600)),
+    tag: optionalText(256),
+  }),
+  z.transform(defined),
+);
+
+/** A process as the client accepts it: its pid is required, the rest takes defaults. */
+export const processInfoSchema = z.object({
+  pid: z.int().check(z.gte(0)),
+  argv: listOf(z.string()),
+  cwd: z.pipe(
+    z.nullish(z.string()),
+    z.transform((value) => value || '/'),
+  ),
+  pty: z.pipe(
+    z.nullish(terminalSize),
+    z.transform((value) => value ?? null),
+  ),
+  tag: z.pipe(
+    z.nullish(z.string()),
+    z.transform((value) => value || null),
+  ),
+  startedAt: z.pipe(
+    z.nullish(z.string()),
+    z.transform((value) => value ?? ''),
+  ),
+  exitCode: z.pipe(
+    z.nullish(z.int()),
+    z.transform((value) => value ?? null),
+  ),
+  stdinOpen: flag,
+  attached: count,
+});
+export const processListSchema = listOf(processInfoSchema);
+
+const outputEvent = z.object({ stream: z.enum(['stdout', 'stderr']), data: z.string() });
+
+export const processOutputSchema = z.object({
+  events: listOf(outputEvent),
+  dropped: flag,
+  exitCode: z.pipe(
+    z.nullish(z.int()),
+    z.transform((value) => value ?? null),
+  ),
+});
+
+export const resizeRequestSchema = terminalSize;
+export const signalRequestSchema = z.object({ signal: z.enum(processSignals) });
+
+/** One line of an attach: output, or its single final event. */
+export const attachLineSchema = z.union([
+  outputEvent,
+  z.object({ exitCode: z.int() }),
+  z.object({ detached: z.literal(true) }),
   z.object({ error: z.string() }),
   z.object({ error: z.object({ code: z.string(), message: z.string() }) }),
 ]);

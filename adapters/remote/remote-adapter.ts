@@ -23,13 +23,22 @@ import {
   type Snapshotter,
   type Streamer,
 } from '../../lib/adapter/port.ts';
-import { ApiError, errors, isApiError } from '../../lib/errors.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
+import { ApiError, type ErrorCode, errorCodes, errors, isApiError } from '../../lib/errors.ts';
 import { redactSecrets } from '../../lib/redact.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import type * as z from '../../lib/zod.ts';
 import { maxDownloadBytes, maxJsonAnswerBytes, readBounded } from '../httpx/bounded-body.ts';
 import { linesOf } from '../httpx/lines.ts';
 import {
+  attachLineSchema,
   capacitySchema,
   envelopeSchema,
   execResultSchema,
@@ -40,6 +49,9 @@ import {
   instanceSchema,
   maxStreamLineBytes,
   portSchema,
+  processInfoSchema,
+  processListSchema,
+  processOutputSchema,
   protocolBase,
   protocolHeader,
   snapshotSchema,
@@ -50,7 +62,7 @@ import type { RemoteConfig } from './config.ts';
 type Fetch = typeof fetch;
 
 export class RemoteAdapter
-  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, ProcessHost
 {
   readonly #base: string;
   readonly #token: string | undefined;
@@ -127,38 +139,105 @@ export class RemoteAdapter
 
   async execStream(ref: string, req: ExecRequest, emit: ExecEmit, opts?: CallOptions): Promise<number> {
     const response = await this.#send('POST', `/instances/${enc(ref)}/exec?stream=1`, opts, req);
-    if (response.body === null) throw this.#unavailable('the stream has no body');
-    // A line's result: the exit code, or a promise to wait on before reading more (backpressure: the
-    // plugin's stream is read no faster than our client reads ours).
-    const handle = (line: string): number | Promise<void> | undefined => {
-      if (line.trim() === '') return undefined;
-      if (Buffer.byteLength(line) > maxStreamLineBytes) {
-        throw this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
+    for await (const event of this.#lines(response, streamLineSchema)) {
+      if ('exitCode' in event) return event.exitCode;
+      if ('error' in event) throw this.#streamFailure(event.error);
+      // A promise is waited on before reading more (backpressure: the plugin's stream is read no faster
+      // than our client reads ours).
+      await emit(event);
+    }
+    throw this.#unavailable('the stream ended without its final event');
+  }
+
+  startProcess(ref: string, request: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo> {
+    return this.#json('POST', `/instances/${enc(ref)}/processes`, processInfoSchema, opts, request);
+  }
+
+  listProcesses(ref: string, opts?: CallOptions): Promise<ProcessInfo[]> {
+    return this.#json('GET', `/instances/${enc(ref)}/processes`, processListSchema, opts);
+  }
+
+  /** Held open as long as the caller stays attached: the caller's signal ends it, not the call timeout. */
+  async attachProcess(
+    ref: string,
+    pid: number,
+    emit: ExecEmit,
+    opts?: CallOptions,
+  ): Promise<number | undefined> {
+    try {
+      const response = await this.#send(
+        'POST',
+        `${processPath(ref, pid)}/attach`,
+        opts,
+        {},
+        undefined,
+        false,
+      );
+      for await (const event of this.#lines(response, attachLineSchema)) {
+        if ('exitCode' in event) return event.exitCode;
+        if ('detached' in event) return undefined;
+        if ('error' in event) throw this.#streamFailure(event.error);
+        await emit(event);
       }
+    } catch (error) {
+      if (opts?.signal?.aborted) return undefined;
+      throw error;
+    }
+    if (opts?.signal?.aborted) return undefined;
+    throw this.#unavailable('the attach ended without its final event');
+  }
+
+  readProcessOutput(ref: string, pid: number, maxBytes: number, opts?: CallOptions): Promise<ProcessOutput> {
+    return this.#json(
+      'GET',
+      `${processPath(ref, pid)}/output?maxBytes=${maxBytes}`,
+      processOutputSchema,
+      opts,
+    );
+  }
+
+  async writeStdin(ref: string, pid: number, data: Uint8Array, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `${processPath(ref, pid)}/stdin`, opts, undefined, data);
+  }
+
+  async closeStdin(ref: string, pid: number, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `${processPath(ref, pid)}/close-stdin`, opts, {});
+  }
+
+  async resizeProcess(ref: string, pid: number, size: TerminalSize, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `${processPath(ref, pid)}/resize`, opts, size);
+  }
+
+  async signalProcess(ref: string, pid: number, signal: ProcessSignal, opts?: CallOptions): Promise<void> {
+    await this.#send('POST', `${processPath(ref, pid)}/signal`, opts, { signal });
+  }
+
+  /** An NDJSON answer's lines, each checked against `schema`; blank lines are skipped. */
+  async *#lines<S extends z.ZodMiniType>(response: Response, schema: S): AsyncGenerator<z.infer<S>> {
+    if (response.body === null) throw this.#unavailable('the stream has no body');
+    const tooLong = () => this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
+    for await (const line of linesOf(response.body, { maxLineBytes: maxStreamLineBytes, tooLong })) {
+      if (line.trim() === '') continue;
+      if (Buffer.byteLength(line) > maxStreamLineBytes) throw tooLong();
       let raw: unknown;
       try {
         raw = JSON.parse(line);
       } catch {
         throw this.#unavailable('the stream carried a line that is not JSON');
       }
-      const event = streamLineSchema.safeParse(raw);
+      const event = schema.safeParse(raw);
       if (!event.success) throw this.#unavailable('the stream carried an unknown event');
-      if ('exitCode' in event.data) return event.data.exitCode;
-      if ('error' in event.data) {
-        const failure = event.data.error;
-        throw errors.providerUnavailable(
-          `the plugin's stream failed: ${typeof failure === 'string' ? failure : failure.message}`,
-        );
-      }
-      return emit(event.data) ?? undefined;
-    };
-    const tooLong = () => this.#unavailable(`a stream line is longer than ${maxStreamLineBytes} bytes`);
-    for await (const line of linesOf(response.body, { maxLineBytes: maxStreamLineBytes, tooLong })) {
-      const result = handle(line);
-      if (typeof result === 'number') return result;
-      if (result !== undefined) await result;
+      yield event.data;
     }
-    throw this.#unavailable('the stream ended without its final event');
+  }
+
+  #streamFailure(failure: string | { code: string; message: string }): ApiError {
+    // A contract error the plugin met after its status line (the process ended under the attach, say).
+    if (typeof failure !== 'string' && (errorCodes as readonly string[]).includes(failure.code))
+      return new ApiError(failure.code as ErrorCode, this.#redact(failure.message), { endpoint: this.#base });
+    return errors.providerUnavailable(
+      `the plugin's stream failed: ${this.#redact(typeof failure === 'string' ? failure : failure.message)}`,
+    );
   }
 
   async readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array> {
@@ -246,9 +325,13 @@ export class RemoteAdapter
     opts?: CallOptions,
     body?: unknown,
     raw?: Uint8Array,
+    timed = true,
   ): Promise<Response> {
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const signal = opts?.signal === undefined ? timeout : AbortSignal.any([opts.signal, timeout]);
+    const signals = [
+      ...(timed ? [AbortSignal.timeout(this.#timeoutMs)] : []),
+      ...(opts?.signal === undefined ? [] : [opts.signal]),
+    ];
+    const signal = AbortSignal.any(signals);
     let response: Response;
     try {
       response = await this.#fetch(`${this.#base}${protocolBase}${path}`, {
@@ -329,4 +412,8 @@ export class RemoteAdapter
 
 function enc(value: string): string {
   return encodeURIComponent(value);
+}
+
+function processPath(ref: string, pid: number): string {
+  return `/instances/${enc(ref)}/processes/${pid}`;
 }

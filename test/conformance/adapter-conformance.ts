@@ -15,6 +15,7 @@ import {
   isSnapshotter,
   isStreamer,
 } from '../../lib/adapter/port.ts';
+import { isProcessHost } from '../../lib/adapter/processes.ts';
 import { newId } from '../../lib/ids.ts';
 import type { ExecRequest } from '../../lib/schemas/sandboxes.ts';
 
@@ -288,6 +289,73 @@ export function adapterConformance(
         expect(await codeOf(h.adapter.exposePort(instance.ref, 8080))).toBe('unsupported_operation');
       }
       await h.adapter.delete(instance.ref);
+    });
+
+    it('runs interactive processes: input after start, read back, resized, signalled, clear errors after (when exec.stdin and exec.pty are declared)', async () => {
+      const host = h.adapter;
+      if (!isProcessHost(host)) return;
+      const cat = { argv: ['cat'], shell: false, env: {}, timeoutSeconds: 60 };
+      if (!has('exec.stdin')) {
+        expect(await codeOf(host.startProcess(running.ref, cat))).toBe('unsupported_operation');
+        return;
+      }
+      const started = await host.startProcess(running.ref, cat);
+      expect(started).toMatchObject({ exitCode: null, stdinOpen: true, pty: null });
+      await host.writeStdin(running.ref, started.pid, new TextEncoder().encode('first line\n'));
+      let seen = '';
+      await expect
+        .poll(async () => {
+          const output = await host.readProcessOutput(running.ref, started.pid, 64 * 1024);
+          seen += output.events.map((event) => event.data).join('');
+          return seen;
+        })
+        .toContain('first line');
+      expect((await host.listProcesses(running.ref)).map((process) => process.pid)).toContain(started.pid);
+      // A detach leaves it running; what it prints meanwhile waits for the next attach.
+      const detach = new AbortController();
+      let live = '';
+      const first = host.attachProcess(
+        running.ref,
+        started.pid,
+        (event) => {
+          live += event.data;
+          if (live.includes('second line')) detach.abort();
+        },
+        { signal: detach.signal },
+      );
+      await host.writeStdin(running.ref, started.pid, new TextEncoder().encode('second line\n'));
+      expect(await first).toBeUndefined();
+      // Over a network the backend learns of the detach when it sees the connection close.
+      await expect
+        .poll(
+          async () => (await host.listProcesses(running.ref)).find((p) => p.pid === started.pid)?.attached,
+          { timeout: 10_000 },
+        )
+        .toBe(0);
+      await host.writeStdin(running.ref, started.pid, new TextEncoder().encode('third line\n'));
+      await host.closeStdin(running.ref, started.pid);
+      let later = '';
+      const collect = (event: { data: string }) => {
+        later += event.data;
+      };
+      expect(await host.attachProcess(running.ref, started.pid, collect)).toBe(0);
+      expect(later).toContain('third line');
+      expect(later).not.toContain('second line');
+      expect(await codeOf(host.writeStdin(running.ref, started.pid, new Uint8Array([65])))).toBe(
+        'invalid_state',
+      );
+      expect(await codeOf(host.writeStdin(running.ref, 999_999, new Uint8Array([65])))).toBe('not_found');
+      if (!has('exec.pty')) return;
+      const terminal = await host.startProcess(running.ref, { ...cat, pty: { cols: 80, rows: 24 } });
+      await host.resizeProcess(running.ref, terminal.pid, { cols: 100, rows: 30 });
+      expect(
+        (await host.listProcesses(running.ref)).find((process) => process.pid === terminal.pid),
+      ).toMatchObject({
+        pty: { cols: 100, rows: 30 },
+      });
+      const ended = host.attachProcess(running.ref, terminal.pid, () => undefined);
+      await host.signalProcess(running.ref, terminal.pid, 'SIGKILL');
+      expect(await ended).toBe(137);
     });
 
     it("classifies Create failures: capacity, one sandbox's failure, outage", async (context) => {

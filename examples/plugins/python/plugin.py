@@ -3,7 +3,8 @@
 
 Standard library only. Each instance is a directory on this host; commands run as host processes
 inside it. It implements the minimum route set (info, capacity, health, the instances routes, exec)
-plus files and streamed exec, and answers 501 for everything else.
+plus files, streamed exec and interactive processes (stdin after start, a terminal), and answers 501
+for everything else.
 
     DIFFERENTLY_ADAPTER_TOKEN=... python3 plugin.py --port 8765 --root /var/lib/lab-plugin
 
@@ -17,14 +18,19 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
+
+from processes import MAX_INPUT_BYTES, SIGNALS, Processes, parse_start
+from refusal import Refusal
 
 PROTOCOL = "1"
 BASE = "/adapter/v1"
@@ -33,7 +39,7 @@ MAX_FILE_BYTES = 100 * 1024 * 1024
 # Synchronous output kept per stream; the rest is dropped and reported as truncated.
 MAX_OUTPUT_BYTES = 1024 * 1024
 DEFAULT_TIMEOUT_SECONDS = 600
-FEATURES = ["exec", "exec.stream", "files"]
+FEATURES = ["exec", "exec.stream", "files", "exec.stdin", "exec.pty"]
 REF_PATTERN = re.compile(r"^py-[A-Za-z0-9_-]{1,120}$")
 STATUS = {
     "invalid_request": 400,
@@ -45,18 +51,9 @@ STATUS = {
     "provider_unavailable": 503,
     "insufficient_capacity": 503,
     "sandbox_failed": 503,
+    "quota_exceeded": 429,
     "internal": 500,
 }
-
-
-class Refusal(Exception):
-    """An error the protocol names: answered as {"error": {code, message, details}}."""
-
-    def __init__(self, code, message, details=None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details or {}
 
 
 class Instances:
@@ -336,6 +333,7 @@ class Handler(BaseHTTPRequestHandler):
             if rest == [] and method == "GET":
                 return self._json(200, public(instances.meta(ref)))
             if rest == [] and method == "DELETE":
+                self.server.processes.end_all(ref)
                 instances.delete(ref)
                 return self._send(204)
             if rest == ["exec"] and method == "POST":
@@ -355,12 +353,88 @@ class Handler(BaseHTTPRequestHandler):
                 with open(target, "wb") as handle:
                     handle.write(content)
                 return self._send(204)
+            if rest and rest[0] == "processes":
+                return self._processes(ref, rest[1:], method, query)
             if len(rest) == 1 and rest[0] in ("stop", "start", "pause", "resume", "snapshots", "ports"):
                 instances.meta(ref)
                 raise Refusal("unsupported_operation", f"{rest[0]} is not supported by this plugin")
         if len(parts) == 2 and parts[0] == "snapshots":
             raise Refusal("unsupported_operation", "snapshots are not supported by this plugin")
         raise Refusal("not_found", f"no route {method} {path}")
+
+    def _processes(self, ref, rest, method, query):
+        instances, processes = self.server.instances, self.server.processes
+        instances.meta(ref)
+        if rest == [] and method == "GET":
+            return self._json(200, processes.list(ref))
+        if rest == [] and method == "POST":
+            return self._json(200, dict(processes.start(instances, ref, parse_start(self._json_body())).info))
+        if not rest or not rest[0].isdigit():
+            raise Refusal("not_found", f"no route {method} processes/{'/'.join(rest)}")
+        process = processes.get(ref, int(rest[0]))
+        verb = rest[1] if len(rest) == 2 else None
+        if len(rest) == 1 and method == "GET":
+            return self._json(200, dict(process.info))
+        if verb == "output" and method == "GET":
+            max_bytes = int(query.get("maxBytes") or MAX_JSON_BYTES // 2)
+            return self._json(200, process.read(max(1, min(max_bytes, MAX_JSON_BYTES // 2))))
+        if method == "POST" and verb == "stdin":
+            process.write(self._body(MAX_INPUT_BYTES))
+            return self._send(204)
+        if method == "POST" and verb == "close-stdin":
+            process.close_stdin()
+            return self._send(204)
+        if method == "POST" and verb == "resize":
+            body = self._json_body()
+            size = parse_start({"argv": ["-"], "pty": body})["pty"]
+            process.resize(size)
+            return self._send(204)
+        if method == "POST" and verb == "signal":
+            name = self._json_body().get("signal")
+            if name not in SIGNALS:
+                raise Refusal("invalid_request", f"signal must be one of {sorted(SIGNALS)}")
+            process.signal(name)
+            return self._send(204)
+        if method == "POST" and verb == "attach":
+            return self._attach(process)
+        raise Refusal("not_found", f"no route {method} processes/{'/'.join(rest)}")
+
+    def _attach(self, process):
+        self.send_response(200)
+        self.send_header("Differently-Adapter-Protocol", PROTOCOL)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.end_headers()
+        attacher = process.attach()
+        try:
+            while True:
+                try:
+                    event = attacher.get(timeout=0.2)
+                except queue.Empty:
+                    if self._client_gone():
+                        return
+                    continue
+                if event is None:
+                    line = {"exitCode": process.info["exitCode"]}
+                else:
+                    line = {"stream": event[0], "data": event[1]}
+                self.wfile.write((json.dumps(line) + "\n").encode("utf-8"))
+                self.wfile.flush()
+                if event is None:
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client detached: the process goes on
+        finally:
+            process.detach(attacher)
+
+    def _client_gone(self):
+        """A client that closed its side makes the socket readable with nothing to read."""
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _exec(self, run):
         out = {"stdout": [], "stderr": []}
@@ -468,6 +542,7 @@ def main():
     server.daemon_threads = True
     server.token = os.environ.get("DIFFERENTLY_ADAPTER_TOKEN", "")
     server.instances = Instances(args.root)
+    server.processes = Processes()
     server.verbose = args.verbose
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     host, port = server.server_address[:2]
