@@ -34,7 +34,7 @@ describe('the Python reference plugin as a remote pool on the local runtime', ()
       credentials: { env: 'POOL_CREDENTIAL_PY' },
     });
     expect(pool).toMatchObject({ adapter: 'remote', health: { healthy: true } });
-    expect(pool.features).toEqual(['exec', 'exec.stream', 'files']);
+    expect(pool.features).toEqual(['exec', 'exec.stream', 'files', 'exec.stdin', 'exec.pty']);
     const sandbox = await tenant.waitUntilRunning(
       (await tenant.createSandbox({ placement: { allowedPools: ['py'] }, env: { WHO: 'python' } })).id,
       { intervalMs: 20 },
