@@ -131,6 +131,16 @@ class Instances:
             raise Refusal("invalid_request", "path leaves the instance", {"field": "path"})
         return resolved
 
+    def launch(self, ref, request):
+        """Where and with what environment a command of `request` runs: its cwd (made) and env."""
+        meta = self.meta(ref)
+        cwd = self.path_in(ref, request["cwd"])
+        os.makedirs(cwd, exist_ok=True)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd}
+        env.update(meta["env"])
+        env.update(request["env"])
+        return cwd, env
+
 
 def public(meta):
     return {"ref": meta["ref"], "sandboxId": meta["sandboxId"], "state": meta["state"]}
@@ -178,12 +188,7 @@ class Run:
     """One command as a host process in its own process group, its output read as it is produced."""
 
     def __init__(self, instances, ref, request):
-        meta = instances.meta(ref)
-        cwd = instances.path_in(ref, request["cwd"])
-        os.makedirs(cwd, exist_ok=True)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd}
-        env.update(meta["env"])
-        env.update(request["env"])
+        cwd, env = instances.launch(ref, request)
         self.started = time.monotonic()
         self.timeout = request["timeout"]
         self.timed_out = False

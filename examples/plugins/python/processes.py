@@ -58,12 +58,7 @@ class Interactive:
     handed to the callers attached, its exit kept for the listing."""
 
     def __init__(self, instances, ref, pid, request):
-        meta = instances.meta(ref)
-        cwd = instances.path_in(ref, request["cwd"])
-        os.makedirs(cwd, exist_ok=True)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd}
-        env.update(meta["env"])
-        env.update(request["env"])
+        cwd, env = instances.launch(ref, request)
         if request["pty"] is not None:
             env.setdefault("TERM", "xterm-256color")
             self.master, slave = pty.openpty()
