@@ -24,9 +24,20 @@ import {
   type ReadFileOptions,
   type Streamer,
 } from '../../lib/adapter/port.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
 import type { DevhostAdapter } from '../devhost/devhost-adapter.ts';
+
+/** What the control plane's lambda-microvms adapter reaches the guest for. */
+const guestFeatures = ['exec', 'exec.stream', 'exec.stdin', 'exec.pty', 'files'];
 
 /** The ref the control plane sends for the VM's one sandbox (any ref names it; this one is conventional). */
 export const guestRef = 'vm';
@@ -34,7 +45,7 @@ export const guestRef = 'vm';
 const ownerSchema = z.object({ sandboxId: z.string(), installation: z.string() });
 type Owner = z.infer<typeof ownerSchema>;
 
-export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem {
+export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem, ProcessHost {
   readonly #host: DevhostAdapter;
   readonly #ownerFile: string;
   #owner: Owner | undefined;
@@ -55,8 +66,7 @@ export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem {
 
   async capabilities(): Promise<Capabilities> {
     const host = await this.#host.capabilities();
-    // Only what the control plane's lambda-microvms adapter reaches the guest for.
-    return { ...host, features: host.features.filter((f) => ['exec', 'exec.stream', 'files'].includes(f)) };
+    return { ...host, features: host.features.filter((f) => guestFeatures.includes(f)) };
   }
 
   capacity(): Promise<Capacity> {
@@ -111,6 +121,45 @@ export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem {
 
   async listFiles(_ref: string, path: string): Promise<FileInfo[]> {
     return this.#host.listFiles(await this.#sandbox(), path);
+  }
+
+  // Interactive processes live in the guest agent, the VM's one process that every request reaches:
+  // any container of the control plane may send the next input.
+  async startProcess(_ref: string, request: ProcessStartRequest): Promise<ProcessInfo> {
+    return this.#host.startProcess(await this.#sandbox(), request);
+  }
+
+  async listProcesses(): Promise<ProcessInfo[]> {
+    return this.#host.listProcesses(await this.#sandbox());
+  }
+
+  async attachProcess(
+    _ref: string,
+    pid: number,
+    emit: ExecEmit,
+    opts?: CallOptions,
+  ): Promise<number | undefined> {
+    return this.#host.attachProcess(await this.#sandbox(), pid, emit, opts);
+  }
+
+  async readProcessOutput(_ref: string, pid: number, maxBytes: number): Promise<ProcessOutput> {
+    return this.#host.readProcessOutput(await this.#sandbox(), pid, maxBytes);
+  }
+
+  async writeStdin(_ref: string, pid: number, data: Uint8Array): Promise<void> {
+    return this.#host.writeStdin(await this.#sandbox(), pid, data);
+  }
+
+  async closeStdin(_ref: string, pid: number): Promise<void> {
+    return this.#host.closeStdin(await this.#sandbox(), pid);
+  }
+
+  async resizeProcess(_ref: string, pid: number, size: TerminalSize): Promise<void> {
+    return this.#host.resizeProcess(await this.#sandbox(), pid, size);
+  }
+
+  async signalProcess(_ref: string, pid: number, signal: ProcessSignal): Promise<void> {
+    return this.#host.signalProcess(await this.#sandbox(), pid, signal);
   }
 
   async #sandbox(): Promise<string> {

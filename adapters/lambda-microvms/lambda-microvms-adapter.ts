@@ -2,7 +2,8 @@
  * Lambda MicroVMs (the `lambda-microvms` API, 2025-09-09): one Firecracker microVM per sandbox, in the
  * operator's own AWS account, through the official SDK client. The VM runs the guest agent
  * (./guest-agent.ts), reached at the VM's endpoint with a token from CreateMicrovmAuthToken; exec, streamed
- * exec and files go to it over the adapter HTTP protocol (the remote adapter is the client).
+ * exec, interactive processes and files go to it over the adapter HTTP protocol (the remote adapter is the
+ * client).
  *
  * What the API does not offer, and how this adapter stands in for it (docs/providers.md):
  * - MicroVMs take no tags (TagResource covers images, not VMs) and ListMicrovms filters by image only. The
@@ -51,6 +52,14 @@ import {
   type Streamer,
   unboundedCapacity,
 } from '../../lib/adapter/port.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import { sleep } from '../httpx/sleep.ts';
@@ -71,6 +80,8 @@ const listConcurrency = 8;
 export const lambdaMicrovmsFeatures = [
   'exec',
   'exec.stream',
+  'exec.stdin',
+  'exec.pty',
   'files',
   'lifecycle.pause-resume',
   'isolation.microvm',
@@ -144,7 +155,9 @@ export interface LambdaMicrovmsDeps {
   fetch?: typeof fetch;
 }
 
-export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSystem, Pauser, IdleKeeper {
+export class LambdaMicrovmsAdapter
+  implements ExecutionAdapter, Streamer, FileSystem, Pauser, IdleKeeper, ProcessHost
+{
   readonly #config: LambdaMicrovmsConfig;
   readonly #client: LambdaMicrovmsClient;
   readonly #fetch: typeof fetch;
@@ -175,7 +188,8 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
         "microvm: one Firecracker microVM per sandbox (AWS Lambda MicroVMs), in the operator's account",
       protocol: adapterProtocolVersion,
       isolationVerified: false,
-      description: 'exec and files reach the guest agent the image runs, through the VM endpoint',
+      description:
+        'exec, interactive processes and files reach the guest agent the image runs, through the VM endpoint',
       limitations: [
         "isolation is the service's claim (one Firecracker microVM per sandbox); nothing here probes it",
         'verified in CI against a fake of the service built from its API reference; against the real service only by the live conformance run (DIFFERENTLY_LIVE_LAMBDA_MICROVMS)',
@@ -189,7 +203,7 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
           : [
               `idle VMs of sandboxes without an idle policy of their own are suspended by the service after ${this.#config.idlePolicy.maxIdleDurationSeconds} s without endpoint traffic and ended ${this.#config.idlePolicy.suspendedDurationSeconds} s later`,
               // The service counts requests arriving, not bytes: a streamed exec's open response is no traffic.
-              `a command that runs longer than ${this.#config.idlePolicy.maxIdleDurationSeconds} s with no other call to the sandbox is suspended mid-run (its stream then stops until something resumes the VM): keep long jobs on a pool without an idle policy, or call the sandbox meanwhile`,
+              `a command that runs longer than ${this.#config.idlePolicy.maxIdleDurationSeconds} s with no other call to the sandbox is suspended mid-run (its stream then stops until something resumes the VM): keep long jobs on a pool without an idle policy, or call the sandbox meanwhile; an attached interactive process counts only its inputs as traffic`,
             ]),
       ],
     };
@@ -372,6 +386,50 @@ export class LambdaMicrovmsAdapter implements ExecutionAdapter, Streamer, FileSy
 
   async listFiles(ref: string, path: string, opts?: CallOptions): Promise<FileInfo[]> {
     return this.#onGuest(ref, opts, (guest) => guest.listFiles(guestRef, path, opts));
+  }
+
+  // Interactive processes run in the guest agent (it holds them for the VM's life), so any container of
+  // the control plane reaches the same one through the VM's endpoint.
+  async startProcess(ref: string, request: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo> {
+    return this.#onGuest(ref, opts, (guest) => guest.startProcess(guestRef, request, opts));
+  }
+
+  async listProcesses(ref: string, opts?: CallOptions): Promise<ProcessInfo[]> {
+    return this.#onGuest(ref, opts, (guest) => guest.listProcesses(guestRef, opts));
+  }
+
+  async attachProcess(
+    ref: string,
+    pid: number,
+    emit: ExecEmit,
+    opts?: CallOptions,
+  ): Promise<number | undefined> {
+    return this.#onGuest(ref, opts, (guest) => guest.attachProcess(guestRef, pid, emit, opts));
+  }
+
+  async readProcessOutput(
+    ref: string,
+    pid: number,
+    maxBytes: number,
+    opts?: CallOptions,
+  ): Promise<ProcessOutput> {
+    return this.#onGuest(ref, opts, (guest) => guest.readProcessOutput(guestRef, pid, maxBytes, opts));
+  }
+
+  async writeStdin(ref: string, pid: number, data: Uint8Array, opts?: CallOptions): Promise<void> {
+    return this.#onGuest(ref, opts, (guest) => guest.writeStdin(guestRef, pid, data, opts));
+  }
+
+  async closeStdin(ref: string, pid: number, opts?: CallOptions): Promise<void> {
+    return this.#onGuest(ref, opts, (guest) => guest.closeStdin(guestRef, pid, opts));
+  }
+
+  async resizeProcess(ref: string, pid: number, size: TerminalSize, opts?: CallOptions): Promise<void> {
+    return this.#onGuest(ref, opts, (guest) => guest.resizeProcess(guestRef, pid, size, opts));
+  }
+
+  async signalProcess(ref: string, pid: number, signal: ProcessSignal, opts?: CallOptions): Promise<void> {
+    return this.#onGuest(ref, opts, (guest) => guest.signalProcess(guestRef, pid, signal, opts));
   }
 
   /**

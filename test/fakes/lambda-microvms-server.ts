@@ -577,6 +577,10 @@ export class LambdaMicrovmsFake {
       upstream.on('error', () =>
         res.headersSent ? res.destroy() : refuse(502, 'the application did not answer'),
       );
+      // A caller who leaves (a detached attach) closes the connection through to the application.
+      res.on('close', () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
       req.pipe(upstream);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
