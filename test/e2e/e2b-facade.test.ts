@@ -1,4 +1,5 @@
 import { e2b as computeE2b } from '@computesdk/e2b';
+import { E2BSandbox as MastraE2bSandbox } from '@mastra/e2b';
 import { CommandExitError, Sandbox } from 'e2b';
 import { Sandbox as SandboxV245 } from 'e2b-2.45';
 import { Sandbox as SandboxV250 } from 'e2b-2.50';
@@ -314,6 +315,29 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       expect(await sandbox.kill()).toBe(true);
     }
   });
+
+  it('serves @mastra/e2b unmodified: executeCommand, a spawned process fed through stdin, its list', async () => {
+    // Mastra opens every command with `stdin: true` and waits on it; a string template skips its build.
+    const sandbox = new MastraE2bSandbox({ apiKey, template: 'base', timeout: 120_000 });
+    await sandbox._start();
+    try {
+      const result = await sandbox.executeCommand?.('echo', ['hello from mastra', '$HOME']);
+      expect(result).toMatchObject({ success: true, exitCode: 0, stdout: 'hello from mastra $HOME\n' });
+      const failed = await sandbox.executeCommand?.('sh -c "echo nope >&2; exit 4"');
+      // Mastra adds the failed command's output it already streamed once more (its wait() re-emits the
+      // CommandExitError's stderr): the same against E2B itself.
+      expect(failed).toMatchObject({ success: false, exitCode: 4, stderr: 'nope\nnope\n' });
+      const repl = await sandbox.processes?.spawn('while read -r line; do echo "mastra:$line"; done');
+      if (repl === undefined) throw new Error('@mastra/e2b offered no process manager');
+      expect((await sandbox.processes?.list())?.map((process) => process.pid)).toContain(repl.pid);
+      await repl.sendStdin('first\n');
+      await expect.poll(() => repl.stdout, { timeout: 15_000 }).toContain('mastra:first');
+      expect(await repl.kill()).toBe(true);
+      expect((await repl.wait()).exitCode).not.toBe(0);
+    } finally {
+      await sandbox._destroy();
+    }
+  }, 60_000);
 
   it('serves @computesdk/e2b through the same two variables', async () => {
     const provider = computeE2b({ apiKey });
