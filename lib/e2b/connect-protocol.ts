@@ -61,6 +61,25 @@ export function firstEnvelope(body: Buffer): unknown {
   return parseJson(body.subarray(5, 5 + length));
 }
 
+/**
+ * Every message of a client stream, in order (StreamInput). Here the request arrives whole (the API buffers
+ * a request body), so the stream's messages are all there; an end-stream envelope, if any, ends them.
+ */
+export function allEnvelopes(body: Buffer): unknown[] {
+  const messages: unknown[] = [];
+  let at = 0;
+  while (at < body.length) {
+    const frame = body.subarray(at);
+    if ((frame.length >= 1 && (frame.readUInt8(0) & endStreamFlag) !== 0) || frame.length < 5) {
+      if (frame.length < 5) throw new ConnectError('invalid_argument', 'the Connect envelope is cut short');
+      break;
+    }
+    messages.push(firstEnvelope(frame));
+    at += 5 + frame.readUInt32BE(1);
+  }
+  return messages;
+}
+
 export function parseJson(bytes: Buffer): unknown {
   if (bytes.length === 0) return {};
   try {

@@ -26,6 +26,7 @@ import {
   sendInputSchema,
   sendSignalSchema,
 } from './schemas.ts';
+import { deliverStreamInput } from './stream-input.ts';
 
 /**
  * envd, E2B's in-sandbox daemon, served from the control plane: each call is the caller's own REST
@@ -219,6 +220,25 @@ export class E2bEnvd {
       return async (write) => {
         await write(endStream({ code, message }));
       };
+    }
+  }
+
+  /**
+   * process.StreamInput: the client stream's input, delivered in order (./stream-input.ts). Answered as a
+   * Connect stream: the one (empty) response message and the end, or the end with the error.
+   */
+  async streamInput(principal: OrgPrincipal, id: string, body: Buffer): Promise<Buffer> {
+    try {
+      await deliverStreamInput(body, {
+        pidOf: (selector) => this.#pidOf(principal, id, selector),
+        write: (pid, dataBase64) => this.#deps.processes.stdin(principal, id, pid, { dataBase64 }),
+      });
+      return Buffer.concat([envelope({}), endStream()]);
+    } catch (error) {
+      const { code, message, masked } = connectErrorOf(error);
+      if (masked)
+        this.#deps.log.error('E2B process.StreamInput failed', { sandboxId: id, error: String(error) });
+      return endStream({ code, message });
     }
   }
 

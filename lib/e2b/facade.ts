@@ -107,6 +107,10 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
         );
         return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };
       }
+      if (path === '/process.Process/StreamInput' && method === 'POST') {
+        const answer = await envd.streamInput(principal, sandboxId, request.body ?? Buffer.alloc(0));
+        return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: answer };
+      }
       if (unary !== undefined && method === 'POST') {
         if ((request.body?.length ?? 0) > maxJsonBodyBytes)
           throw new ConnectError('invalid_argument', 'the request is too large');

@@ -129,3 +129,17 @@ export const processUpdateSchema = z.looseObject({
     }),
   ),
 });
+
+/**
+ * The messages of process.Process/StreamInput (a client stream): first `start` naming the process, then
+ * `data` with input for stdin or the terminal, with `keepalive` between.
+ */
+export const streamInputStartSchema = z.looseObject({
+  start: z.looseObject({ process: processSelectorSchema }),
+});
+export const streamInputDataSchema = z.looseObject({
+  data: z.looseObject({
+    input: z.looseObject({ stdin: z.optional(z.base64()), pty: z.optional(z.base64()) }),
+  }),
+});
+export const streamInputKeepaliveSchema = z.looseObject({ keepalive: z.looseObject({}) });

@@ -262,6 +262,80 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     90_000,
   );
 
+  it('takes input through StreamInput, the client stream the SDK defines (delivered in order, clear errors)', async () => {
+    const sandbox = await Sandbox.create({ apiKey });
+    try {
+      const token = z.object({ envdAccessToken: z.string() }).parse(
+        await (
+          await fetch(`${e.runtime.url}/e2b/sandboxes/${sandbox.sandboxId}`, {
+            headers: { 'x-api-key': apiKey },
+          })
+        ).json(),
+      ).envdAccessToken;
+      // Connect's envelope, written here from the protocol: flag byte, 4-byte big-endian length, JSON.
+      const frame = (message: unknown, flags = 0) => {
+        const json = Buffer.from(JSON.stringify(message));
+        const head = Buffer.alloc(5);
+        head.writeUInt8(flags, 0);
+        head.writeUInt32BE(json.length, 1);
+        return Buffer.concat([head, json]);
+      };
+      const messagesOf = (bytes: Buffer) => {
+        const out: { flags: number; message: unknown }[] = [];
+        for (let at = 0; at < bytes.length; ) {
+          const length = bytes.readUInt32BE(at + 1);
+          out.push({
+            flags: bytes.readUInt8(at),
+            message: JSON.parse(bytes.subarray(at + 5, at + 5 + length).toString()),
+          });
+          at += 5 + length;
+        }
+        return out;
+      };
+      const streamInput = async (messages: unknown[]) => {
+        const response = await fetch(`${e.runtime.url}/e2b/process.Process/StreamInput`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/connect+json',
+            'connect-protocol-version': '1',
+            'e2b-sandbox-id': sandbox.sandboxId,
+            'x-access-token': token,
+          },
+          body: Buffer.concat(messages.map((message) => frame(message))),
+        });
+        expect(response.status).toBe(200);
+        return messagesOf(Buffer.from(await response.arrayBuffer()));
+      };
+      const b64 = (text: string) => Buffer.from(text).toString('base64');
+      const handle = await sandbox.commands.run('cat', { background: true, stdin: true });
+      expect(
+        await streamInput([
+          { start: { process: { pid: handle.pid } } },
+          { data: { input: { stdin: b64('one\n') } } },
+          { keepalive: {} },
+          { data: { input: { stdin: b64('two\n') } } },
+        ]),
+      ).toEqual([
+        { flags: 0, message: {} },
+        { flags: 2, message: {} },
+      ]);
+      await expect.poll(() => handle.stdout, { timeout: 15_000 }).toBe('one\ntwo\n');
+      // Input before a start, or to a process that does not exist, ends the stream with the reason.
+      const [noStart] = await streamInput([{ data: { input: { stdin: b64('x') } } }]);
+      expect(noStart).toMatchObject({ flags: 2, message: { error: { code: 'invalid_argument' } } });
+      const [missing] = await streamInput([
+        { start: { process: { pid: 999_999 } } },
+        { data: { input: { stdin: b64('x') } } },
+      ]);
+      expect(missing).toMatchObject({ flags: 2, message: { error: { code: 'not_found' } } });
+      expect(handle.stdout).toBe('one\ntwo\n');
+      await sandbox.commands.closeStdin(handle.pid);
+      expect((await handle.wait()).stdout).toBe('one\ntwo\n');
+    } finally {
+      await sandbox.kill();
+    }
+  }, 60_000);
+
   it('lists a background command and kills it (its whole process group), from any container; a gone pid is false', async () => {
     const sandbox = await Sandbox.create({ apiKey });
     try {
