@@ -262,6 +262,66 @@ describe.runIf(isRoot && hasBwrap && hasCompiler).each(modes)(
       expect(made.uid).toBe(mode.user?.uid ?? 65534);
     });
 
+    it("gives a terminal process the jail's boundary: no capabilities, its own terminals only, kill -1 ends only the jail", async () => {
+      const processes = (id: string, rest = '') => `/v1/sandboxes/${id}/processes${rest}`;
+      const pidOf = (reply: { status: number; text: string; body: unknown }) => {
+        expect(reply.status, reply.text).toBe(201);
+        return z.object({ pid: z.number() }).parse(reply.body).pid;
+      };
+      // Another tenant's terminal is open meanwhile: it must not be among the attacker's.
+      const victimTerminal = pidOf(
+        await api.post(processes(victim), key, { args: ['cat'], pty: { cols: 80, rows: 24 } }),
+      );
+      const script = [
+        'grep -E "^Cap(Eff|Bnd):" /proc/self/status',
+        'echo "tty $(tty)"',
+        'echo "pts $(ls /dev/pts | tr "\\n" " ")"',
+        `cat ${join(hostSecretDir, 'f')} 2>/dev/null && echo READ-HOST`,
+        'for p in /dev/pts/[0-9]*; do [ "$p" = "$(tty)" ] || { ( echo probe > "$p" ) 2>/dev/null && echo "WROTE-$p"; }; done',
+        'echo "processes $(ls /proc | grep -c "^[0-9]")"',
+      ].join('; ');
+      const run = async (command: string) => {
+        const pid = pidOf(
+          await api.post(processes(attacker), key, {
+            args: ['sh', '-c', command],
+            pty: { cols: 80, rows: 24 },
+          }),
+        );
+        let seen = '';
+        const exitCode = await waitFor(
+          async () => {
+            const read = await api.get(processes(attacker, `/${pid}/output`), key);
+            seen += z.object({ stdout: z.string() }).parse(read.body).stdout;
+            return z.object({ exitCode: z.number().nullable() }).parse(read.body).exitCode;
+          },
+          (code) => code !== null,
+          'the terminal process ended',
+        );
+        return { seen, exitCode };
+      };
+      const { seen, exitCode } = await run(script);
+      expect(exitCode).toBe(0);
+      expect(seen).toMatch(/CapEff:\s+0+\r?\n/);
+      expect(seen).toMatch(/CapBnd:\s+0+\r?\n/);
+      expect(seen).toMatch(/tty \/dev\/pts\/0\r?\n/);
+      // The jail's own devpts: its one terminal, never the victim's or the host's.
+      expect(/pts (.*)/.exec(seen)?.[1]?.trim().split(' ').sort()).toEqual(['0', 'ptmx']);
+      expect(seen).not.toContain('READ-HOST');
+      expect(seen).not.toContain(hostSecret);
+      expect(seen).not.toContain('WROTE-');
+      expect(Number(/processes (\d+)/.exec(seen)?.[1])).toBeLessThan(8);
+      // kill -1 from a terminal ends what the jail holds (its terminal's helper too, where it runs as the
+      // same user), and nothing else: the victim's terminal, the control plane and its sandboxes go on.
+      const killed = await run('kill -9 -1; echo after-kill');
+      expect(killed.exitCode).not.toBe(0);
+      expect(killed.seen).not.toContain('after-kill');
+      const victimView = await api.get(processes(victim, `/${victimTerminal}`), key);
+      expect(victimView.body).toMatchObject({ exitCode: null });
+      expect((await exec(victim, { command: 'cat /work/victim-secret' })).stdout).toBe('victim-data\n');
+      expect((await exec(attacker, { command: 'echo still-here' })).stdout).toBe('still-here\n');
+      await api.post(processes(victim, `/${victimTerminal}/signal`), key, { signal: 'SIGKILL' });
+    });
+
     it('cannot lead the files API out of the sandbox by racing it with symbolic links', async () => {
       // A command swaps /work/d between a real folder and a link to a host folder, as fast as it can.
       // Streamed, so it may outlast the synchronous exec's 25 s on a slow machine.
