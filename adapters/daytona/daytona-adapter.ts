@@ -12,6 +12,7 @@ import {
   type Capabilities,
   type Capacity,
   type CreateRequest,
+  type ExecEmit,
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
@@ -27,6 +28,14 @@ import {
   type Snapshotter,
   unboundedCapacity,
 } from '../../lib/adapter/port.ts';
+import type {
+  ProcessHost,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
@@ -35,6 +44,7 @@ import { HttpClient } from '../httpx/http-client.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
 import type { DaytonaConfig } from './config.ts';
+import { DaytonaProcesses, type DaytonaToolbox } from './daytona-processes.ts';
 
 const labels = ownershipLabelKeys;
 /** The toolbox waits forever without a timeout; an unset one is sent as 600 s (the seeds' table). */
@@ -83,11 +93,20 @@ export function daytonaStateOf(state: string): InstanceState {
 const snapshotIdSchema = z.looseObject({ id: z.string().check(z.minLength(1)) });
 
 export class DaytonaAdapter
-  implements ExecutionAdapter, FileSystem, Lifecycle, Pauser, Snapshotter, PortExposer, IdleKeeper
+  implements
+    ExecutionAdapter,
+    FileSystem,
+    Lifecycle,
+    Pauser,
+    Snapshotter,
+    PortExposer,
+    IdleKeeper,
+    ProcessHost
 {
   readonly #config: DaytonaConfig;
   readonly #http: HttpClient;
   readonly #toolbox = new Map<string, string>();
+  readonly #processes: DaytonaProcesses;
 
   constructor(config: DaytonaConfig, apiKey?: string, fetchImpl?: typeof fetch) {
     this.#config = config;
@@ -99,6 +118,61 @@ export class DaytonaAdapter
       timeoutMs: 2 * 3600 * 1000 + 15 * 60 * 1000,
       ...(fetchImpl !== undefined && { fetch: fetchImpl }),
     });
+    const toolbox: DaytonaToolbox = {
+      json: async (ref, method, path, schema, options) =>
+        this.#http.json(method, path, schema, { ...options, url: `${await this.#toolboxOf(ref)}${path}` }),
+      send: async (ref, method, path, options) => {
+        const response = await this.#http.request(method, path, {
+          ...options,
+          url: `${await this.#toolboxOf(ref)}${path}`,
+        });
+        await response.body?.cancel();
+      },
+      execute: async (ref, command, signal) =>
+        (
+          await this.#http.json('POST', '/process/execute', executeSchema, {
+            url: `${await this.#toolboxOf(ref)}/process/execute`,
+            json: { command, timeout: 30 },
+            signal,
+          })
+        ).exitCode,
+      readFile: (ref, path, opts) => this.readFile(ref, path, opts),
+      writeFile: (ref, path, content, opts) => this.writeFile(ref, path, content, opts),
+    };
+    this.#processes = new DaytonaProcesses(toolbox, config.pollIntervalMs);
+  }
+
+  // Interactive processes: one toolbox session each (./daytona-processes.ts).
+  startProcess(ref: string, request: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo> {
+    return this.#processes.start(ref, request, opts);
+  }
+
+  listProcesses(ref: string, opts?: CallOptions): Promise<ProcessInfo[]> {
+    return this.#processes.list(ref, opts);
+  }
+
+  attachProcess(ref: string, pid: number, emit: ExecEmit, opts?: CallOptions): Promise<number | undefined> {
+    return this.#processes.attach(ref, pid, emit, opts);
+  }
+
+  readProcessOutput(ref: string, pid: number, maxBytes: number, opts?: CallOptions): Promise<ProcessOutput> {
+    return this.#processes.read(ref, pid, maxBytes, opts);
+  }
+
+  writeStdin(ref: string, pid: number, data: Uint8Array, opts?: CallOptions): Promise<void> {
+    return this.#processes.write(ref, pid, data, opts);
+  }
+
+  closeStdin(ref: string, pid: number, opts?: CallOptions): Promise<void> {
+    return this.#processes.closeStdin(ref, pid, opts);
+  }
+
+  resizeProcess(ref: string, pid: number, size: TerminalSize, opts?: CallOptions): Promise<void> {
+    return this.#processes.resize(ref, pid, size, opts);
+  }
+
+  signalProcess(ref: string, pid: number, signal: ProcessSignal, opts?: CallOptions): Promise<void> {
+    return this.#processes.signal(ref, pid, signal, opts);
   }
 
   info(): AdapterInfo {
@@ -114,7 +188,8 @@ export class DaytonaAdapter
       isolationVerified: false,
       description: 'exec returns stdout and stderr combined in stdout, and has no stdin',
       limitations: [
-        'exec output is stdout and stderr combined; exec has no stdin (unsupported_operation)',
+        'exec output is stdout and stderr combined; exec has no stdin (unsupported_operation): use an interactive process',
+        "interactive processes (exec.stdin) run in Daytona's sessions: input is text delivered line by line (Daytona adds a newline to input that lacks one), output arrives line by line and is polled while attached, two readers at once may both receive the same output, unread output is never dropped and not bounded; no terminal (exec.pty: Daytona's is WebSocket-only)",
         "resources are not sent: a sandbox gets its snapshot's size; quota and cost use the requested size",
         'no provider-side TTL: expiry relies on the sweep',
         "an idle policy that stops after whole minutes is kept by Daytona's auto-stop (autoStopInterval), which also counts preview traffic; any other is enforced by the control plane (autoStopInterval 0)",
@@ -128,6 +203,7 @@ export class DaytonaAdapter
   #features(): string[] {
     const list = [
       'exec',
+      'exec.stdin',
       'files',
       'lifecycle.stop-start',
       'persistence.disk',

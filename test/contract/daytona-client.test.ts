@@ -6,7 +6,8 @@ import { DaytonaFake } from '../fakes/daytona-server.ts';
 /**
  * Daytona's own published clients (@daytonaio/sdk and the toolbox client it is built on, pinned) against
  * the fake, for every operation the adapter uses: create and wait for started, get, list by labels, exec,
- * the toolbox file routes the adapter calls (upload-v2, download, list) and the SDK's own bulk upload and
+ * sessions (create, an async command fed through its input, its logs and state, list, delete), the
+ * toolbox file routes the adapter calls (upload-v2, download, list) and the SDK's own bulk upload and
  * download, stop/start, snapshot by name then delete by id, delete.
  */
 const apiKey = 'dtn-contract-key';
@@ -74,6 +75,43 @@ describe('the Daytona fake, as the official clients read it', () => {
     const none: string[] = [];
     for await (const s of daytona.list({ labels: { team: 'nobody' } })) none.push(s.id);
     expect(none).toEqual([]);
+  });
+
+  it('runs a session command fed through its input, as the SDK drives sessions', async () => {
+    await sandbox.process.createSession('contract-session');
+    await expect(sandbox.process.createSession('contract-session')).rejects.toThrow(/exists/);
+    const started = await sandbox.process.executeSessionCommand('contract-session', {
+      command: 'while IFS= read -r line; do echo "got:$line"; echo "err:$line" >&2; done',
+      runAsync: true,
+      suppressInputEcho: true,
+    });
+    expect(started.cmdId).toMatch(/./);
+    // Input without a newline gains one: a reader of lines sees it at once.
+    await sandbox.process.sendSessionCommandInput('contract-session', started.cmdId, 'one');
+    await expect
+      .poll(async () => sandbox.process.getSessionCommandLogs('contract-session', started.cmdId), {
+        timeout: 10_000,
+      })
+      .toMatchObject({ stdout: 'got:one\n', stderr: 'err:one\n' });
+    expect(
+      (await sandbox.process.getSessionCommand('contract-session', started.cmdId)).exitCode,
+    ).toBeUndefined();
+    const sessions = await sandbox.process.listSessions();
+    expect(sessions.find((s) => s.sessionId === 'contract-session')?.commands?.[0]).toMatchObject({
+      id: started.cmdId,
+    });
+    // A synchronous command in another session answers with its output and exit code.
+    await sandbox.process.createSession('contract-sync');
+    const sync = await sandbox.process.executeSessionCommand('contract-sync', {
+      command: 'echo done; exit 3',
+    });
+    expect(sync).toMatchObject({ exitCode: 3, stdout: 'done\n' });
+    await expect(
+      sandbox.process.sendSessionCommandInput('contract-sync', sync.cmdId, 'late'),
+    ).rejects.toThrow(/completed/);
+    await sandbox.process.deleteSession('contract-session');
+    await sandbox.process.deleteSession('contract-sync');
+    await expect(sandbox.process.getSession('contract-session')).rejects.toThrow(/not found/);
   });
 
   it('stops and starts', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DaytonaSessions } from './daytona-sessions.ts';
 import { FakeProvider, formDataOf, parseJson, sendJson } from './fake-http.ts';
 
 /**
@@ -9,7 +10,7 @@ import { FakeProvider, formDataOf, parseJson, sendJson } from './fake-http.ts';
  * while a transition is in flight, NestJS error bodies on the API and daemon bodies on the toolbox,
  * `/process/execute` with stdout and stderr merged and 408 on timeout, the toolbox file routes of the
  * published toolbox client (upload-v2, download, list, and the SDK's bulk upload and multipart download),
- * and the auto-stop timer: `autoStopInterval` minutes (15 when left out, 0 never) after the last API,
+ * the sessions with stdin (./daytona-sessions.ts), and the auto-stop timer: `autoStopInterval` minutes (15 when left out, 0 never) after the last API,
  * toolbox or `last-activity` call a started sandbox is stopped, measured on the fake's clock (`now`).
  */
 interface FakeSandbox {
@@ -43,6 +44,8 @@ export class DaytonaFake extends FakeProvider {
     failCreate: undefined as { status: number; message: string } | undefined,
     down: false,
   };
+  /** The toolbox's sessions (stateful shells with stdin), per sandbox. */
+  readonly sessions = new DaytonaSessions(this.host);
   readonly #apiKey: string | undefined;
   readonly #now: () => number;
 
@@ -58,10 +61,17 @@ export class DaytonaFake extends FakeProvider {
     for (const s of this.sandboxes.values()) {
       const idleFor = now - s.lastActivityAt;
       if (s.state === 'started' && s.desiredState === 'started' && s.autoStopInterval > 0) {
-        if (idleFor >= s.autoStopInterval * 60_000)
+        if (idleFor >= s.autoStopInterval * 60_000) {
           Object.assign(s, { state: 'stopped', desiredState: 'stopped' });
+          this.sessions.end(s.id);
+        }
       }
     }
+  }
+
+  override async stop(): Promise<void> {
+    this.sessions.endAll();
+    await super.stop();
   }
 
   protected internalError(res: ServerResponse, error: unknown): void {
@@ -170,6 +180,7 @@ export class DaytonaFake extends FakeProvider {
       if (s.state !== s.desiredState)
         return this.#apiError(res, 409, 'Sandbox state change in progress', url.pathname);
       Object.assign(s, { state: 'destroying', desiredState: 'destroyed', pollsLeft: 1 });
+      this.sessions.end(s.id);
       await this.host.remove(s.id);
       return sendJson(res, 200, this.#view(s));
     }
@@ -189,7 +200,8 @@ export class DaytonaFake extends FakeProvider {
         return this.#apiError(res, 409, 'Sandbox state change in progress', url.pathname);
       if (!move.from.includes(s.state))
         return this.#apiError(res, 400, `Sandbox is not in valid state (${s.state})`, url.pathname);
-      // A lifecycle change resets the idle timer.
+      // A lifecycle change resets the idle timer; the processes of a stopped sandbox end with it.
+      if (action === 'stop') this.sessions.end(s.id);
       Object.assign(s, { state: move.via, desiredState: move.to, pollsLeft: 1, lastActivityAt: this.#now() });
       return sendJson(res, 200, this.#view(s));
     }
@@ -338,6 +350,10 @@ export class DaytonaFake extends FakeProvider {
         return this.#toolboxError(res, 408, 'REQUEST_TIMEOUT', 'command timed out', path, method);
       return sendJson(res, 200, { exitCode: result.exitCode, result: combined });
     }
+    const served = await this.sessions.handle(s, req, path, body, res, (status, code, message) =>
+      this.#toolboxError(res, status, code, message, path, method),
+    );
+    if (served) return;
     const target = url.searchParams.get('path') ?? '/';
     // The current daemon's upload: multipart field `file`, or the raw body; answers the UploadedFile
     // (name, path, type). The old /files/upload is not served (the published toolbox client no longer has it).

@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
@@ -74,12 +75,7 @@ export class HostSandboxes {
     await mkdir(cwd, { recursive: true });
     let stdout = '';
     let stderr = '';
-    // Commands run on the host: guest paths the adapters write into command text (a staged stdin file
-    // under /tmp, files under /work) are moved under the sandbox's root, as a container's `/` would be.
-    const command = run.command.replace(
-      /(^|[\s<>'"=(;|&])\/(tmp|work|etc\/differently)(?=[/\s'";|&)]|$)/g,
-      `$1${root}/$2`,
-    );
+    const command = hostCommand(root, run.command);
     const result = await runProcess({
       ...(this.#guestUser !== undefined && run.asRoot !== true && { user: this.#guestUser }),
       argv: [command],
@@ -95,6 +91,21 @@ export class HostSandboxes {
       },
     });
     return { stdout, stderr, exitCode: result.exitCode, timedOut: result.timedOut };
+  }
+
+  /**
+   * A command left running with its stdin a pipe the caller holds (a provider's session shell), in a
+   * process group of its own so that `kill(-pid)` ends everything it started.
+   */
+  async spawn(id: string, command: string, env: Record<string, string>): Promise<ChildProcess> {
+    const root = await this.dir(id);
+    return spawn('/bin/sh', ['-c', hostCommand(root, command)], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+      ...(this.#guestUser !== undefined && { uid: this.#guestUser.uid, gid: this.#guestUser.gid }),
+    });
   }
 
   /** Written by the host (root where the host is root), with `mode` if given. */
@@ -157,4 +168,12 @@ export class HostSandboxes {
   async close(): Promise<void> {
     await rm(await this.#root, { recursive: true, force: true });
   }
+}
+
+/**
+ * Commands run on the host: guest paths the adapters write into command text (a staged stdin file under
+ * /tmp, files under /work) are moved under the sandbox's root, as a container's `/` would be.
+ */
+function hostCommand(root: string, command: string): string {
+  return command.replace(/(^|[\s<>'"=(;|&])\/(tmp|work|etc\/differently)(?=[/\s'";|&)]|$)/g, `$1${root}/$2`);
 }

@@ -114,4 +114,76 @@ describe('the Daytona adapter', () => {
     const sandbox = await adapter.create(request());
     expect((await failure(adapter.readFile(sandbox.ref, '/work/none.txt'))).code).toBe('not_found');
   });
+
+  it("runs interactive processes in Daytona's sessions: env and cwd, line input, SIGTERM, stdin closed, a second one apart", async () => {
+    expect((await adapter.capabilities()).features).toContain('exec.stdin');
+    expect((await adapter.capabilities()).features).not.toContain('exec.pty');
+    const { ref } = await adapter.create(request());
+    const repl = await adapter.startProcess(ref, {
+      argv: [
+        'sh',
+        '-c',
+        'echo "start $GREETING $(pwd)"; while IFS= read -r l; do echo "got:$l"; done; echo "eof"',
+      ],
+      shell: false,
+      env: { GREETING: 'hi there' },
+      cwd: '/work',
+      timeoutSeconds: 60,
+      tag: 'repl',
+    });
+    expect(repl).toMatchObject({ exitCode: null, stdinOpen: true, pty: null, tag: 'repl', cwd: '/work' });
+    const sleeper = await adapter.startProcess(ref, {
+      argv: ['trap "echo terminated; exit 7" TERM; while :; do sleep 0.05; done'],
+      shell: true,
+      env: {},
+      timeoutSeconds: 60,
+    });
+    expect(sleeper.pid).not.toBe(repl.pid);
+    // Input without a newline is delivered as a line (Daytona adds one).
+    await adapter.writeStdin(ref, repl.pid, new TextEncoder().encode('one'));
+    let seen = '';
+    await expect
+      .poll(async () => {
+        seen += (await adapter.readProcessOutput(ref, repl.pid, 65_536)).events.map((e) => e.data).join('');
+        return seen;
+      })
+      .toMatch(/start hi there \/.*work\n[\s\S]*got:one\n/);
+    // What was read is not read again.
+    expect((await adapter.readProcessOutput(ref, repl.pid, 65_536)).events).toEqual([]);
+    await expect(adapter.writeStdin(ref, repl.pid, new Uint8Array([0xff, 0xfe]))).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    await adapter.closeStdin(ref, repl.pid);
+    let rest = '';
+    expect(
+      await adapter.attachProcess(ref, repl.pid, (event) => {
+        rest += event.data;
+      }),
+    ).toBe(0);
+    expect(rest).toBe('eof\n');
+    expect((await adapter.listProcesses(ref)).find((p) => p.pid === repl.pid)).toMatchObject({
+      exitCode: 0,
+      stdinOpen: false,
+    });
+    await expect(adapter.writeStdin(ref, repl.pid, new TextEncoder().encode('x'))).rejects.toMatchObject({
+      code: 'invalid_state',
+    });
+    await expect(adapter.resizeProcess(ref, sleeper.pid, { cols: 80, rows: 24 })).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    await expect(
+      adapter.startProcess(ref, {
+        argv: ['sh'],
+        shell: false,
+        env: {},
+        timeoutSeconds: 60,
+        pty: { cols: 80, rows: 24 },
+      }),
+    ).rejects.toMatchObject({ code: 'unsupported_operation' });
+    const ended = adapter.attachProcess(ref, sleeper.pid, () => undefined);
+    await adapter.signalProcess(ref, sleeper.pid, 'SIGTERM');
+    expect(await ended).toBe(7);
+    await expect(adapter.readProcessOutput(ref, 424_242, 10)).rejects.toMatchObject({ code: 'not_found' });
+    await adapter.delete(ref);
+  });
 });

@@ -1,0 +1,425 @@
+/**
+ * Interactive processes on Daytona (feature `exec.stdin`), over the toolbox's sessions: one session per
+ * process, named by its pid (`differently-p<pid>`), running one async command. Everything lives in the
+ * sandbox (the session in Daytona's daemon, the read position in a file), so any container answers any
+ * call. What Daytona's sessions give, and how this stands in for what they do not:
+ * - The daemon keeps a command's stdin open for ever and adds a newline to input that has none: input is
+ *   text, delivered line by line. Closing stdin is a line only this process's wrapper knows (a random
+ *   word in its launch), on which the wrapper closes the command's own stdin.
+ * - Output is kept whole by the daemon, labelled line by line (a last fragment gains a newline); what a
+ *   caller has taken is remembered in a file beside the process (two callers reading at once may both
+ *   receive the same output). Nothing is dropped and there is no backpressure: the log grows.
+ * - Signals go through a one-shot command (`kill` of the pid the wrapper wrote); no terminal (exec.pty).
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import { adapterErrors, type CallOptions, type ExecEmit } from '../../lib/adapter/port.ts';
+import type {
+  ProcessInfo,
+  ProcessOutput,
+  ProcessSignal,
+  ProcessStartRequest,
+  TerminalSize,
+} from '../../lib/adapter/processes.ts';
+import { ApiError, isApiError } from '../../lib/errors.ts';
+import * as z from '../../lib/zod.ts';
+import { shellQuote } from '../httpx/shell-quote.ts';
+import { sleep } from '../httpx/sleep.ts';
+
+const sessionPrefix = 'differently-p';
+/** An SDK version at which the daemon's session answers have their current shape (daytona.md §6). */
+const sdkVersion = '0.190.0';
+const launchMarker = ': differently-process ';
+/** Where each process's wrapper keeps its pid and input pipe, and its read position beside. */
+const stateDir = '/tmp/.differently-processes';
+/** Live processes per sandbox, and how many ended ones stay listed. */
+const maxLive = 16;
+const keepEnded = 16;
+
+const commandSchema = z.looseObject({
+  id: z.string(),
+  command: z.string(),
+  exitCode: z.nullish(z.int()),
+});
+const sessionSchema = z.looseObject({
+  sessionId: z.string(),
+  commands: z.nullish(z.array(commandSchema)),
+});
+export const daytonaSessionListSchema = z.array(sessionSchema);
+export const daytonaSessionSchema = sessionSchema;
+export const daytonaExecAsyncSchema = z.looseObject({ cmdId: z.string() });
+export const daytonaLogsSchema = z.looseObject({
+  stdout: z.optional(z.string()),
+  stderr: z.optional(z.string()),
+});
+
+/** What the process launch carries, read back by list and every call. */
+const launchSchema = z.object({
+  argv: z.array(z.string()),
+  cwd: z.string(),
+  tag: z.nullable(z.string()),
+  startedAt: z.string(),
+  eof: z.string(),
+});
+type Launch = z.infer<typeof launchSchema>;
+
+const cursorSchema = z.object({ stdout: z.int(), stderr: z.int(), closed: z.boolean() });
+type Cursor = z.infer<typeof cursorSchema>;
+
+/**
+ * The wrapper, run by `sh -c` with: state dir, end-of-input word, timeout (s), cwd, argv. It gives the
+ * command a pipe of its own as stdin, fed line by line from the session's input until the word; writes the
+ * command's pid for signals; ends the command at its timeout; answers with the command's exit code.
+ */
+const wrapper = [
+  'd=$1; e=$2; t=$3; w=$4; shift 4',
+  'cd "$w" || exit 1',
+  'mkdir -p "$d" && rm -f "$d/in" && mkfifo "$d/in" || exit 125',
+  'exec 3<&0',
+  '"$@" < "$d/in" & c=$!',
+  'echo "$c" > "$d/pid"',
+  'exec 4> "$d/in"',
+  '( while IFS= read -r l; do [ "$l" = "$e" ] && break; printf "%s\\n" "$l" >&4; done ) <&3 & r=$!',
+  'exec 3<&- 4>&-',
+  '( trap \'kill $! 2>/dev/null; exit 0\' TERM; sleep "$t" & wait $!; kill -9 "$c" 2>/dev/null ) & k=$!',
+  'wait "$c"; s=$?',
+  'kill "$r" "$k" 2>/dev/null',
+  'rm -rf "$d"',
+  'exit "$s"',
+].join('\n');
+
+/** The toolbox calls the processes need, bound to one adapter's credentials and proxies. */
+export interface DaytonaToolbox {
+  json<S extends z.ZodMiniType>(
+    ref: string,
+    method: string,
+    path: string,
+    schema: S,
+    options: { json?: unknown; signal?: AbortSignal | undefined; headers?: Record<string, string> },
+  ): Promise<z.infer<S>>;
+  send(
+    ref: string,
+    method: string,
+    path: string,
+    options: { json?: unknown; signal?: AbortSignal | undefined; accept?: number[] },
+  ): Promise<void>;
+  /** A one-shot command (`/process/execute`), its exit code. */
+  execute(ref: string, command: string, signal?: AbortSignal): Promise<number>;
+  readFile(ref: string, path: string, opts?: CallOptions): Promise<Uint8Array>;
+  writeFile(ref: string, path: string, content: Uint8Array, opts?: CallOptions): Promise<void>;
+}
+
+interface Found {
+  pid: number;
+  sessionId: string;
+  cmdId: string;
+  launch: Launch;
+  exitCode: number | null;
+}
+
+export class DaytonaProcesses {
+  readonly #toolbox: DaytonaToolbox;
+  readonly #pollMs: number;
+
+  constructor(toolbox: DaytonaToolbox, pollIntervalMs: number) {
+    this.#toolbox = toolbox;
+    // Output is polled while attached: often enough to feel live, whatever the pool's state polling is.
+    this.#pollMs = Math.min(pollIntervalMs, 250);
+  }
+
+  async start(ref: string, request: ProcessStartRequest, opts?: CallOptions): Promise<ProcessInfo> {
+    if (request.pty !== undefined)
+      throw adapterErrors.unsupported('a terminal (exec.pty)', {
+        adapter: 'daytona',
+        reason: "Daytona's terminal is served over a WebSocket only; its sessions give stdin",
+      });
+    const ours = await this.#all(ref, opts);
+    if (ours.filter((found) => found.exitCode === null).length >= maxLive)
+      throw new ApiError(
+        'quota_exceeded',
+        `a sandbox runs at most ${maxLive} interactive processes at once`,
+        {
+          limit: maxLive,
+        },
+      );
+    await this.#prune(ref, ours, opts);
+    const argv = request.shell ? ['/bin/sh', '-c', ...request.argv] : [...request.argv];
+    const launch: Launch = {
+      argv,
+      cwd: request.cwd ?? '.',
+      tag: request.tag ?? null,
+      startedAt: new Date().toISOString(),
+      eof: `differently-end-of-input-${randomBytes(12).toString('hex')}`,
+    };
+    let pid = 0;
+    for (let attempt = 0; ; attempt++) {
+      pid = randomInt(1, 2 ** 31 - 1);
+      try {
+        await this.#toolbox.send(ref, 'POST', '/process/session', {
+          json: { sessionId: `${sessionPrefix}${pid}` },
+          signal: opts?.signal,
+        });
+        break;
+      } catch (error) {
+        // Another process took that pid: draw again.
+        if (attempt >= 3 || !isApiError(error) || error.details.status !== 409) throw error;
+      }
+    }
+    const env = Object.entries(request.env).map(([key, value]) => `${key}=${shellQuote([value])}`);
+    const command = [
+      `${launchMarker}${Buffer.from(JSON.stringify(launch)).toString('base64url')};`,
+      ...env,
+      shellQuote([
+        'sh',
+        '-c',
+        wrapper,
+        'differently',
+        `${stateDir}/p${pid}`,
+        launch.eof,
+        String(request.timeoutSeconds),
+        launch.cwd,
+        ...argv,
+      ]),
+    ].join(' ');
+    await this.#toolbox.json(
+      ref,
+      'POST',
+      `/process/session/${sessionPrefix}${pid}/exec`,
+      daytonaExecAsyncSchema,
+      {
+        json: { command, runAsync: true, suppressInputEcho: true },
+        signal: opts?.signal,
+      },
+    );
+    return this.#info({ pid, sessionId: '', cmdId: '', launch, exitCode: null }, false);
+  }
+
+  async list(ref: string, opts?: CallOptions): Promise<ProcessInfo[]> {
+    const ours = await this.#all(ref, opts);
+    return Promise.all(
+      ours.map(async (found) => this.#info(found, (await this.#cursor(ref, found.pid, opts)).closed)),
+    );
+  }
+
+  async attach(ref: string, pid: number, emit: ExecEmit, opts?: CallOptions): Promise<number | undefined> {
+    for (;;) {
+      const output = await this.read(ref, pid, 1024 * 1024, opts);
+      for (const event of output.events) await emit(event);
+      if (output.exitCode !== null) return output.exitCode;
+      if (opts?.signal?.aborted === true) return undefined;
+      try {
+        await sleep(this.#pollMs, opts?.signal);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+
+  async read(ref: string, pid: number, maxBytes: number, opts?: CallOptions): Promise<ProcessOutput> {
+    // The exit code first: once it is there, the log read after it is whole.
+    const found = await this.#one(ref, pid, opts);
+    const logs = await this.#toolbox.json(
+      ref,
+      'GET',
+      `/process/session/${found.sessionId}/command/${found.cmdId}/logs`,
+      daytonaLogsSchema,
+      // The daemon parts stdout from stderr (as JSON) only for a client that names an SDK version.
+      { signal: opts?.signal, headers: { 'X-Daytona-SDK-Version': sdkVersion } },
+    );
+    const cursor = await this.#cursor(ref, pid, opts);
+    const stdout = (logs.stdout ?? '').slice(cursor.stdout);
+    const stderr = (logs.stderr ?? '').slice(cursor.stderr);
+    const takeOut = stdout.slice(0, maxBytes);
+    const takeErr = stderr.slice(0, Math.max(0, maxBytes - takeOut.length));
+    const events = [
+      ...(takeOut === '' ? [] : [{ stream: 'stdout' as const, data: takeOut }]),
+      ...(takeErr === '' ? [] : [{ stream: 'stderr' as const, data: takeErr }]),
+    ];
+    if (events.length > 0)
+      await this.#saveCursor(
+        ref,
+        pid,
+        { ...cursor, stdout: cursor.stdout + takeOut.length, stderr: cursor.stderr + takeErr.length },
+        opts,
+      );
+    const allTaken = takeOut.length === stdout.length && takeErr.length === stderr.length;
+    return { events, dropped: false, exitCode: allTaken ? found.exitCode : null };
+  }
+
+  async write(ref: string, pid: number, data: Uint8Array, opts?: CallOptions): Promise<void> {
+    const found = await this.#running(ref, pid, 'write to', opts);
+    if ((await this.#cursor(ref, pid, opts)).closed)
+      throw adapterErrors.invalidState(`the stdin of process ${pid} is closed`, { pid });
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(data);
+    } catch {
+      throw adapterErrors.invalidRequest("Daytona's session input takes text (UTF-8), not raw bytes", {
+        pid,
+      });
+    }
+    await this.#input(ref, found, text, opts);
+  }
+
+  async closeStdin(ref: string, pid: number, opts?: CallOptions): Promise<void> {
+    const found = await this.#running(ref, pid, 'close the stdin of', opts);
+    const cursor = await this.#cursor(ref, pid, opts);
+    if (cursor.closed) return;
+    await this.#input(ref, found, `${found.launch.eof}\n`, opts);
+    await this.#saveCursor(ref, pid, { ...cursor, closed: true }, opts);
+  }
+
+  async resize(ref: string, pid: number, _size: TerminalSize, opts?: CallOptions): Promise<void> {
+    await this.#running(ref, pid, 'resize', opts);
+    throw adapterErrors.invalidRequest(`process ${pid} has no terminal to resize`, { pid });
+  }
+
+  async signal(ref: string, pid: number, signal: ProcessSignal, opts?: CallOptions): Promise<void> {
+    await this.#running(ref, pid, 'signal', opts);
+    const pidFile = `${stateDir}/p${pid}/pid`;
+    await this.#toolbox.execute(
+      ref,
+      `kill -s ${signal.slice('SIG'.length)} "$(cat ${shellQuote([pidFile])})" 2>/dev/null || true`,
+      opts?.signal,
+    );
+  }
+
+  async #input(ref: string, found: Found, text: string, opts?: CallOptions): Promise<void> {
+    try {
+      await this.#toolbox.send(
+        ref,
+        'POST',
+        `/process/session/${found.sessionId}/command/${found.cmdId}/input`,
+        { json: { data: text }, signal: opts?.signal },
+      );
+    } catch (error) {
+      // 410: it ended between our look and the write.
+      if (isApiError(error) && error.details.status === 410)
+        throw adapterErrors.invalidState(`process ${found.pid} has exited`, { pid: found.pid });
+      throw error;
+    }
+  }
+
+  async #running(ref: string, pid: number, what: string, opts?: CallOptions): Promise<Found> {
+    const found = await this.#one(ref, pid, opts);
+    if (found.exitCode !== null)
+      throw adapterErrors.invalidState(
+        `cannot ${what} process ${pid}: it exited with code ${found.exitCode}`,
+        {
+          pid,
+          exitCode: found.exitCode,
+        },
+      );
+    return found;
+  }
+
+  async #one(ref: string, pid: number, opts?: CallOptions): Promise<Found> {
+    const notFound = () =>
+      new ApiError('not_found', `no process ${pid} in this sandbox (it never ran, or ended long ago)`, {
+        pid,
+      });
+    let session: z.infer<typeof sessionSchema>;
+    try {
+      session = await this.#toolbox.json(
+        ref,
+        'GET',
+        `/process/session/${sessionPrefix}${pid}`,
+        sessionSchema,
+        {
+          signal: opts?.signal,
+        },
+      );
+    } catch (error) {
+      if (isApiError(error) && error.details.status === 404) throw notFound();
+      throw error;
+    }
+    const found = foundOf(session);
+    if (found === undefined) throw notFound();
+    return found;
+  }
+
+  async #all(ref: string, opts?: CallOptions): Promise<Found[]> {
+    const sessions = await this.#toolbox.json(ref, 'GET', '/process/session', daytonaSessionListSchema, {
+      signal: opts?.signal,
+    });
+    return sessions.map(foundOf).filter((found): found is Found => found !== undefined);
+  }
+
+  /** Ended processes beyond the newest `keepEnded` are forgotten (their sessions deleted). */
+  async #prune(ref: string, ours: Found[], opts?: CallOptions): Promise<void> {
+    const ended = ours
+      .filter((found) => found.exitCode !== null)
+      .sort((a, b) => b.launch.startedAt.localeCompare(a.launch.startedAt))
+      .slice(keepEnded - 1);
+    for (const found of ended)
+      await this.#toolbox.send(ref, 'DELETE', `/process/session/${found.sessionId}`, {
+        signal: opts?.signal,
+        accept: [404],
+      });
+  }
+
+  async #cursor(ref: string, pid: number, opts?: CallOptions): Promise<Cursor> {
+    try {
+      const text = new TextDecoder().decode(await this.#toolbox.readFile(ref, cursorPath(pid), opts));
+      const parsed = cursorSchema.safeParse(safeJson(text));
+      if (parsed.success) return parsed.data;
+    } catch (error) {
+      if (!isApiError(error) || error.code !== 'not_found') throw error;
+    }
+    return { stdout: 0, stderr: 0, closed: false };
+  }
+
+  async #saveCursor(ref: string, pid: number, cursor: Cursor, opts?: CallOptions): Promise<void> {
+    await this.#toolbox.writeFile(
+      ref,
+      cursorPath(pid),
+      new TextEncoder().encode(JSON.stringify(cursor)),
+      opts,
+    );
+  }
+
+  #info(found: Found, closed: boolean): ProcessInfo {
+    return {
+      pid: found.pid,
+      argv: found.launch.argv,
+      cwd: found.launch.cwd,
+      pty: null,
+      tag: found.launch.tag,
+      startedAt: found.launch.startedAt,
+      exitCode: found.exitCode,
+      stdinOpen: found.exitCode === null && !closed,
+      // Daytona does not say who reads a command's log.
+      attached: 0,
+    };
+  }
+}
+
+function cursorPath(pid: number): string {
+  return `${stateDir}/p${pid}.read.json`;
+}
+
+/** A session this adapter started: its pid, its one command and what it was launched with. */
+function foundOf(session: z.infer<typeof sessionSchema>): Found | undefined {
+  if (!session.sessionId.startsWith(sessionPrefix)) return undefined;
+  const pid = Number(session.sessionId.slice(sessionPrefix.length));
+  const command = session.commands?.[0];
+  if (!Number.isInteger(pid) || command === undefined || !command.command.startsWith(launchMarker))
+    return undefined;
+  const encoded = command.command.slice(launchMarker.length).split(';')[0] ?? '';
+  const launch = launchSchema.safeParse(safeJson(Buffer.from(encoded, 'base64url').toString('utf8')));
+  if (!launch.success) return undefined;
+  return {
+    pid,
+    sessionId: session.sessionId,
+    cmdId: command.id,
+    launch: launch.data,
+    exitCode: command.exitCode ?? null,
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
