@@ -189,7 +189,7 @@ export class DaytonaAdapter
       description: 'exec returns stdout and stderr combined in stdout, and has no stdin',
       limitations: [
         'exec output is stdout and stderr combined; exec has no stdin (unsupported_operation): use an interactive process',
-        "interactive processes (exec.stdin) run in Daytona's sessions: input is text delivered line by line (Daytona adds a newline to input that lacks one), output arrives line by line and is polled while attached, two readers at once may both receive the same output, unread output is never dropped and not bounded; no terminal (exec.pty: Daytona's is WebSocket-only)",
+        "interactive processes (exec.stdin) run in Daytona's sessions: input is text delivered line by line (Daytona adds a newline to input that lacks one), output arrives line by line and is polled while attached, two readers at once may both receive the same output, unread output is never dropped and not bounded; no terminal (exec.pty): Daytona's PTY runs only the login shell, takes input over a WebSocket only, drops output while no client is connected and forgets its exit code when it ends",
         "resources are not sent: a sandbox gets its snapshot's size; quota and cost use the requested size",
         'no provider-side TTL: expiry relies on the sweep',
         "an idle policy that stops after whole minutes is kept by Daytona's auto-stop (autoStopInterval), which also counts preview traffic; any other is enforced by the control plane (autoStopInterval 0)",

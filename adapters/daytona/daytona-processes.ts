@@ -9,7 +9,10 @@
  * - Output is kept whole by the daemon, labelled line by line (a last fragment gains a newline); what a
  *   caller has taken is remembered in a file beside the process (two callers reading at once may both
  *   receive the same output). Nothing is dropped and there is no backpressure: the log grows.
- * - Signals go through a one-shot command (`kill` of the pid the wrapper wrote); no terminal (exec.pty).
+ * - Signals go through a one-shot command (`kill` of the pid the wrapper wrote).
+ * - No terminal (exec.pty): Daytona's PTY runs only the login shell, takes input over a WebSocket only, sends
+ *   output to the clients connected at that moment and forgets its exit code when it ends, so output made
+ *   while detached and the exit of a process nobody watched would be lost (docs/adapters.md).
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { adapterErrors, type CallOptions, type ExecEmit } from '../../lib/adapter/port.ts';
@@ -130,7 +133,8 @@ export class DaytonaProcesses {
     if (request.pty !== undefined)
       throw adapterErrors.unsupported('a terminal (exec.pty)', {
         adapter: 'daytona',
-        reason: "Daytona's terminal is served over a WebSocket only; its sessions give stdin",
+        reason:
+          "Daytona's terminal runs only its login shell, over a WebSocket, and keeps neither output nor exit for a later attach; its sessions give stdin",
       });
     const ours = await this.#all(ref, opts);
     if (ours.filter((found) => found.exitCode === null).length >= maxLive)
