@@ -6,7 +6,7 @@ import type { SandboxProcesses } from '../sandboxes/processes.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
-import { ConnectError, connectCodes, parseJson } from './connect-protocol.ts';
+import { ConnectError, connectCodes, endStream, parseJson } from './connect-protocol.ts';
 import { type E2bAnswer, E2bControlApi, e2bError, e2bErrorOf } from './control-api.ts';
 import { connectErrorOf, E2bEnvd } from './envd.ts';
 import { e2bPrefix } from './surface.ts';
@@ -111,6 +111,18 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
         const answer = await envd.streamInput(principal, sandboxId, request.body ?? Buffer.alloc(0));
         return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: answer };
       }
+      if (unary !== undefined && method === 'POST' && isConnectStream(request.headers['content-type'])) {
+        // A streamed call not served here: Connect's streaming answer (200, the error in the end-stream
+        // envelope), so the SDK reads `unimplemented` naming it rather than an HTTP status it shows as internal.
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/connect+json' },
+          body: endStream({
+            code: 'unimplemented',
+            message: `${unary} is not offered by Differently's E2B facade (docs/e2b.md lists what is)`,
+          }),
+        };
+      }
       if (unary !== undefined && method === 'POST') {
         if ((request.body?.length ?? 0) > maxJsonBodyBytes)
           throw new ConnectError('invalid_argument', 'the request is too large');
@@ -162,6 +174,11 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
       return answerOf(answer);
     }
   };
+}
+
+/** Connect's streaming requests (server, client or bidi) carry `application/connect+<codec>`. */
+function isConnectStream(contentType: string | undefined): boolean {
+  return contentType?.toLowerCase().startsWith('application/connect+') === true;
 }
 
 function answerOf(answer: E2bAnswer): HttpResponse {

@@ -193,6 +193,16 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       // Interactive calls are served (the devhost pool has exec.stdin and exec.pty); a pid that never ran
       // is not_found, never a hang.
       await expect(sandbox.commands.sendStdin(1234, 'x')).rejects.toThrow(/1234/);
+      // A streamed call not served answers Connect's unimplemented naming it (an HTTP 400 would read as
+      // "internal" in the SDK).
+      const watching = await sandbox.files
+        .watchDir('/home/user', () => undefined)
+        .then(
+          () => undefined,
+          (error: unknown) => error as Error,
+        );
+      expect(watching?.message).toMatch(/unimplemented.*WatchDir|WatchDir.*not offered/i);
+      expect(watching?.message).not.toMatch(/internal/i);
     } finally {
       await sandbox.kill();
     }
