@@ -129,13 +129,7 @@ export class DaytonaAdapter
         await response.body?.cancel();
       },
       execute: async (ref, command, signal) =>
-        (
-          await this.#http.json('POST', '/process/execute', executeSchema, {
-            url: `${await this.#toolboxOf(ref)}/process/execute`,
-            json: { command, timeout: 30 },
-            signal,
-          })
-        ).exitCode,
+        (await this.exec(ref, { command, timeoutSeconds: 30 }, { signal })).exitCode,
       readFile: (ref, path, opts) => this.readFile(ref, path, opts),
       writeFile: (ref, path, content, opts) => this.writeFile(ref, path, content, opts),
     };

@@ -24,6 +24,7 @@ import type {
   TerminalSize,
 } from '../../lib/adapter/processes.ts';
 import { ApiError, isApiError } from '../../lib/errors.ts';
+import { safeParseJsonText } from '../../lib/json-text.ts';
 import * as z from '../../lib/zod.ts';
 import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
@@ -65,8 +66,9 @@ const launchSchema = z.object({
 });
 type Launch = z.infer<typeof launchSchema>;
 
-const cursorSchema = z.object({ stdout: z.int(), stderr: z.int(), closed: z.boolean() });
-type Cursor = z.infer<typeof cursorSchema>;
+/** How much of each stream callers have taken (kept apart from the closed-stdin mark: neither write undoes the other). */
+const positionSchema = z.object({ stdout: z.int(), stderr: z.int() });
+type Position = z.infer<typeof positionSchema>;
 
 /**
  * The wrapper, run by `sh -c` with: state dir, end-of-input word, timeout (s), cwd, argv. It gives the
@@ -200,7 +202,7 @@ export class DaytonaProcesses {
   async list(ref: string, opts?: CallOptions): Promise<ProcessInfo[]> {
     const ours = await this.#all(ref, opts);
     return Promise.all(
-      ours.map(async (found) => this.#info(found, (await this.#cursor(ref, found.pid, opts)).closed)),
+      ours.map(async (found) => this.#info(found, await this.#stdinClosed(ref, found.pid, opts))),
     );
   }
 
@@ -210,6 +212,8 @@ export class DaytonaProcesses {
       for (const event of output.events) await emit(event);
       if (output.exitCode !== null) return output.exitCode;
       if (opts?.signal?.aborted === true) return undefined;
+      // More may be waiting right behind what was just taken: ask again at once.
+      if (output.events.length > 0) continue;
       try {
         await sleep(this.#pollMs, opts?.signal);
       } catch {
@@ -229,9 +233,9 @@ export class DaytonaProcesses {
       // The daemon parts stdout from stderr (as JSON) only for a client that names an SDK version.
       { signal: opts?.signal, headers: { 'X-Daytona-SDK-Version': sdkVersion } },
     );
-    const cursor = await this.#cursor(ref, pid, opts);
-    const stdout = (logs.stdout ?? '').slice(cursor.stdout);
-    const stderr = (logs.stderr ?? '').slice(cursor.stderr);
+    const position = await this.#position(ref, pid, opts);
+    const stdout = (logs.stdout ?? '').slice(position.stdout);
+    const stderr = (logs.stderr ?? '').slice(position.stderr);
     const takeOut = stdout.slice(0, maxBytes);
     const takeErr = stderr.slice(0, Math.max(0, maxBytes - takeOut.length));
     const events = [
@@ -239,10 +243,10 @@ export class DaytonaProcesses {
       ...(takeErr === '' ? [] : [{ stream: 'stderr' as const, data: takeErr }]),
     ];
     if (events.length > 0)
-      await this.#saveCursor(
+      await this.#savePosition(
         ref,
         pid,
-        { ...cursor, stdout: cursor.stdout + takeOut.length, stderr: cursor.stderr + takeErr.length },
+        { stdout: position.stdout + takeOut.length, stderr: position.stderr + takeErr.length },
         opts,
       );
     const allTaken = takeOut.length === stdout.length && takeErr.length === stderr.length;
@@ -251,7 +255,7 @@ export class DaytonaProcesses {
 
   async write(ref: string, pid: number, data: Uint8Array, opts?: CallOptions): Promise<void> {
     const found = await this.#running(ref, pid, 'write to', opts);
-    if ((await this.#cursor(ref, pid, opts)).closed)
+    if (await this.#stdinClosed(ref, pid, opts))
       throw adapterErrors.invalidState(`the stdin of process ${pid} is closed`, { pid });
     let text: string;
     try {
@@ -266,10 +270,9 @@ export class DaytonaProcesses {
 
   async closeStdin(ref: string, pid: number, opts?: CallOptions): Promise<void> {
     const found = await this.#running(ref, pid, 'close the stdin of', opts);
-    const cursor = await this.#cursor(ref, pid, opts);
-    if (cursor.closed) return;
+    if (await this.#stdinClosed(ref, pid, opts)) return;
     await this.#input(ref, found, `${found.launch.eof}\n`, opts);
-    await this.#saveCursor(ref, pid, { ...cursor, closed: true }, opts);
+    await this.#toolbox.writeFile(ref, statePath(pid, 'closed'), new Uint8Array(), opts);
   }
 
   async resize(ref: string, pid: number, _size: TerminalSize, opts?: CallOptions): Promise<void> {
@@ -361,24 +364,30 @@ export class DaytonaProcesses {
       });
   }
 
-  async #cursor(ref: string, pid: number, opts?: CallOptions): Promise<Cursor> {
+  /** A state file's bytes; undefined when it is not there. */
+  async #state(ref: string, pid: number, name: 'read.json' | 'closed', opts?: CallOptions) {
     try {
-      const text = new TextDecoder().decode(await this.#toolbox.readFile(ref, cursorPath(pid), opts));
-      const parsed = cursorSchema.safeParse(safeJson(text));
-      if (parsed.success) return parsed.data;
+      return await this.#toolbox.readFile(ref, statePath(pid, name), opts);
     } catch (error) {
-      if (!isApiError(error) || error.code !== 'not_found') throw error;
+      if (isApiError(error) && error.code === 'not_found') return undefined;
+      throw error;
     }
-    return { stdout: 0, stderr: 0, closed: false };
   }
 
-  async #saveCursor(ref: string, pid: number, cursor: Cursor, opts?: CallOptions): Promise<void> {
-    await this.#toolbox.writeFile(
-      ref,
-      cursorPath(pid),
-      new TextEncoder().encode(JSON.stringify(cursor)),
-      opts,
-    );
+  async #position(ref: string, pid: number, opts?: CallOptions): Promise<Position> {
+    const bytes = await this.#state(ref, pid, 'read.json', opts);
+    const parsed =
+      bytes === undefined ? undefined : safeParseJsonText(positionSchema, new TextDecoder().decode(bytes));
+    return parsed?.success === true ? parsed.data : { stdout: 0, stderr: 0 };
+  }
+
+  async #savePosition(ref: string, pid: number, position: Position, opts?: CallOptions): Promise<void> {
+    const bytes = new TextEncoder().encode(JSON.stringify(position));
+    await this.#toolbox.writeFile(ref, statePath(pid, 'read.json'), bytes, opts);
+  }
+
+  async #stdinClosed(ref: string, pid: number, opts?: CallOptions): Promise<boolean> {
+    return (await this.#state(ref, pid, 'closed', opts)) !== undefined;
   }
 
   #info(found: Found, closed: boolean): ProcessInfo {
@@ -397,8 +406,9 @@ export class DaytonaProcesses {
   }
 }
 
-function cursorPath(pid: number): string {
-  return `${stateDir}/p${pid}.read.json`;
+/** Beside the wrapper's folder (which it removes when the command ends), so they outlive the command. */
+function statePath(pid: number, name: 'read.json' | 'closed'): string {
+  return `${stateDir}/p${pid}.${name}`;
 }
 
 /** A session this adapter started: its pid, its one command and what it was launched with. */
@@ -409,7 +419,7 @@ function foundOf(session: z.infer<typeof sessionSchema>): Found | undefined {
   if (!Number.isInteger(pid) || command === undefined || !command.command.startsWith(launchMarker))
     return undefined;
   const encoded = command.command.slice(launchMarker.length).split(';')[0] ?? '';
-  const launch = launchSchema.safeParse(safeJson(Buffer.from(encoded, 'base64url').toString('utf8')));
+  const launch = safeParseJsonText(launchSchema, Buffer.from(encoded, 'base64url').toString('utf8'));
   if (!launch.success) return undefined;
   return {
     pid,
@@ -418,12 +428,4 @@ function foundOf(session: z.infer<typeof sessionSchema>): Found | undefined {
     launch: launch.data,
     exitCode: command.exitCode ?? null,
   };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -32,6 +32,7 @@ import type {
   ProcessStartRequest,
   TerminalSize,
 } from '../../lib/adapter/processes.ts';
+import { safeParseJsonText } from '../../lib/json-text.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
 import type { DevhostAdapter } from '../devhost/devhost-adapter.ts';
@@ -176,16 +177,8 @@ export class OneSandboxGuest implements ExecutionAdapter, Streamer, FileSystem, 
     } catch {
       return undefined;
     }
-    const parsed = ownerSchema.safeParse(safeJson(text));
+    const parsed = safeParseJsonText(ownerSchema, text);
     this.#owner = parsed.success ? parsed.data : undefined;
     return this.#owner;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

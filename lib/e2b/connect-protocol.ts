@@ -70,10 +70,8 @@ export function allEnvelopes(body: Buffer): unknown[] {
   let at = 0;
   while (at < body.length) {
     const frame = body.subarray(at);
-    if ((frame.length >= 1 && (frame.readUInt8(0) & endStreamFlag) !== 0) || frame.length < 5) {
-      if (frame.length < 5) throw new ConnectError('invalid_argument', 'the Connect envelope is cut short');
-      break;
-    }
+    if (frame.length < 5) throw new ConnectError('invalid_argument', 'the Connect envelope is cut short');
+    if ((frame.readUInt8(0) & endStreamFlag) !== 0) break;
     messages.push(firstEnvelope(frame));
     at += 5 + frame.readUInt32BE(1);
   }

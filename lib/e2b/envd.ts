@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { FileInfo } from '../adapter/port.ts';
 import { errors, toErrorResponse } from '../errors.ts';
+import { safeParseJsonText } from '../json-text.ts';
 import type { Log } from '../log.ts';
 import type { StreamWrite } from '../sandboxes/exec-stream.ts';
 import { maxStreamSeconds as maxExecStreamSeconds } from '../sandboxes/exec-stream.ts';
@@ -490,7 +491,7 @@ export class E2bEnvd {
       const pid = Number(entry.name);
       if (!Number.isInteger(pid) || now - Date.parse(entry.modifiedAt ?? '') > staleProcessMs) continue;
       const text = await this.#deps.operations.readFile(principal, id, entry.path).catch(() => undefined);
-      const config = processConfigSchema.safeParse(safeJson(text?.toString('utf8') ?? ''));
+      const config = safeParseJsonText(processConfigSchema, text?.toString('utf8') ?? '');
       if (!config.success) continue;
       const { tag, ...rest } = config.data;
       processes.push({ pid, ...(tag !== undefined && { tag }), config: { ...rest, envs: {} } });
@@ -632,14 +633,6 @@ const processConfigSchema = z.object({
   cwd: z.optional(z.string()),
   tag: z.optional(z.string()),
 });
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 function parseConnect<T extends Parameters<typeof parseBody>[0]>(schema: T, value: unknown, what: string) {
   try {

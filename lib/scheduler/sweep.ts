@@ -1,6 +1,7 @@
 import { actors } from '../audit/chain.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';
+import { safeParseJsonText } from '../json-text.ts';
 import { describeError, type Log } from '../log.ts';
 import { type DeadLetterSource, type QueueName, type WorkQueue, workMessageSchema } from '../queue/port.ts';
 import { actionOf } from '../sandboxes/lifecycle-moves.ts';
@@ -246,7 +247,7 @@ async function drainDeadLetters(deps: SweepDeps, source: DeadLetterSource, now: 
       const letters = await source.receive(queue, 10);
       if (letters.length === 0) break;
       for (const letter of letters) {
-        const parsed = workMessageSchema.safeParse(safeJson(letter.body));
+        const parsed = safeParseJsonText(workMessageSchema, letter.body);
         if (!parsed.success) {
           deps.log.error('dead-lettered message is not a work message; dropped', {
             queue,
@@ -307,12 +308,4 @@ async function linkPendingAudit(deps: SweepDeps): Promise<void> {
     }
     cursor = page.nextCursor ?? undefined;
   } while (cursor !== undefined);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
