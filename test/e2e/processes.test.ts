@@ -243,9 +243,13 @@ describe('interactive processes over REST', () => {
     await expect.poll(async () => (await client.getProcess(sandboxId, pid)).attached).toBe(0);
     // Detached, it runs on; what it prints meanwhile waits for the next attach.
     await client.writeStdin(sandboxId, pid, new TextEncoder().encode('second\n'));
-    await client.signalProcess(sandboxId, pid, 'SIGTERM');
     const lines = [];
-    for await (const line of client.attachProcess(sandboxId, pid)) lines.push(line);
+    for await (const line of client.attachProcess(sandboxId, pid)) {
+      lines.push(line);
+      // Signalled only once cat has echoed: a SIGTERM sent right after the write can beat cat's read.
+      if ('stream' in line && line.data.includes('second'))
+        await client.signalProcess(sandboxId, pid, 'SIGTERM');
+    }
     expect(lines.slice(1)).toEqual([{ stream: 'stdout', data: 'second\n' }, { exitCode: 143 }]);
     expect((await client.listProcesses(sandboxId)).items.find((p) => p.pid === pid)).toMatchObject({
       exitCode: 143,
