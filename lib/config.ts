@@ -157,8 +157,25 @@ export const configSchema = z
         allowedPools: z.optional(
           z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.minLength(1), z.maxLength(32)),
         ),
+        /**
+         * E2B template names and what serves them: a Differently template (none: the installation's
+         * default) and the capabilities its sandboxes ask for, such as `exec.stdin` for
+         * `code-interpreter-v1`, whose kernel is an interactive process (docs/e2b.md).
+         */
+        templates: z._default(
+          z.record(
+            z.string().check(z.minLength(1), z.maxLength(128)),
+            z.strictObject({
+              template: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+              capabilities: z.optional(
+                z.array(z.string().check(z.minLength(1), z.maxLength(64))).check(z.maxLength(32)),
+              ),
+            }),
+          ),
+          {},
+        ),
       }),
-      {},
+      { templates: {} },
     ),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: z._default(placementPolicySchema, { allowExternal: false, externalPools: [] }),
@@ -243,6 +260,16 @@ export const configSchema = z
             code: 'custom',
             path: ['profiles', name, 'classification'],
             message: `no classification named ${profile.classification}`,
+          });
+        }
+      }
+      const templateNames = new Set(config.templates.map((template) => template.name));
+      for (const [name, mapping] of Object.entries(config.e2b.templates)) {
+        if (mapping.template !== undefined && !templateNames.has(mapping.template)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['e2b', 'templates', name, 'template'],
+            message: `no template named ${mapping.template}`,
           });
         }
       }

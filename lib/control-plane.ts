@@ -92,6 +92,7 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       processes,
       authenticator,
       templates: deps.config.templates.map((template) => template.name),
+      templateMap: deps.config.e2b.templates,
       createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,
       allowedPools: deps.config.e2b.allowedPools,
       log: deps.log,

@@ -115,7 +115,8 @@ export function defaultLocalConfig(): Config {
     ],
     templates: [{ name: 'default', description: 'The pool default image or host environment' }],
     // E2B's SDK names no pool: its sandboxes run real commands on devhost, never on the simulated fake.
-    e2b: { allowedPools: ['local'] },
+    // @e2b/code-interpreter's default template: the host's environment, with its kernel's stdin.
+    e2b: { allowedPools: ['local'], templates: { 'code-interpreter-v1': { capabilities: ['exec.stdin'] } } },
   });
 }
 

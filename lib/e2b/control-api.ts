@@ -2,7 +2,7 @@ import { errors, toErrorResponse } from '../errors.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { untilSettled } from '../sandboxes/until-settled.ts';
-import { labelsSchema } from '../schemas/common.ts';
+import { labelsSchema, reservedLabelPrefix } from '../schemas/common.ts';
 import { isTerminal } from '../schemas/sandbox-status.ts';
 import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
@@ -24,6 +24,10 @@ export interface E2bControlDeps {
   operations: SandboxOperations;
   /** The installation's template names (config `templates`); E2B's `base` is the default. */
   templates: readonly string[];
+  /** E2B template names served by another template, with the capabilities they need (config e2b.templates). */
+  templateMap: Readonly<
+    Record<string, { template?: string | undefined; capabilities?: string[] | undefined }>
+  >;
   /** How long a create waits for its sandbox to run (config api.e2bCreateWaitSeconds). */
   createWaitMs: number;
   /** The pools E2B creates are placed among (config e2b.allowedPools); undefined: every permitted pool. */
@@ -59,6 +63,14 @@ export function parseBody<T extends z.ZodMiniType>(schema: T, value: unknown, wh
   return parsed.data;
 }
 
+/** The label (under the reserved prefix) recording the E2B template name a mapped template was asked by. */
+const e2bTemplateStamp = 'e2b-template';
+
+/** The template name E2B knows the sandbox by. */
+function e2bTemplateOf(sandbox: SandboxView): string {
+  return sandbox.labels[`${reservedLabelPrefix}${e2bTemplateStamp}`] ?? sandbox.template ?? 'base';
+}
+
 /** Differently's statuses as E2B's two: a sandbox E2B would call gone (or not yet made) is none of them. */
 function e2bState(sandbox: SandboxView): 'running' | 'paused' | undefined {
   if (['running', 'starting', 'resuming', 'pausing', 'stopping'].includes(sandbox.status)) return 'running';
@@ -67,7 +79,7 @@ function e2bState(sandbox: SandboxView): 'running' | 'paused' | undefined {
 }
 
 function tenantLabels(labels: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(labels).filter(([key]) => !key.startsWith('differently.dev/')));
+  return Object.fromEntries(Object.entries(labels).filter(([key]) => !key.startsWith(reservedLabelPrefix)));
 }
 
 export class E2bControlApi {
@@ -89,10 +101,16 @@ export class E2bControlApi {
       return e2bError(400, `Differently does not offer these create options: ${refused.join(', ')}`);
     }
     const request = parseBody(newSandboxSchema, raw, 'create body');
-    if (request.templateID !== 'base' && !this.#deps.templates.includes(request.templateID)) {
+    const mapped = Object.hasOwn(this.#deps.templateMap, request.templateID)
+      ? this.#deps.templateMap[request.templateID]
+      : undefined;
+    const template =
+      mapped !== undefined ? mapped.template : request.templateID === 'base' ? undefined : request.templateID;
+    if (template !== undefined && !this.#deps.templates.includes(template)) {
+      const known = ['base', ...Object.keys(this.#deps.templateMap), ...this.#deps.templates];
       return e2bError(
         400,
-        `template ${request.templateID} is not one of this installation's: base${this.#deps.templates.map((name) => `, ${name}`).join('')}`,
+        `template ${request.templateID} is not one of this installation's: ${known.join(', ')}`,
       );
     }
     const labels = labelsSchema.safeParse(request.metadata ?? {});
@@ -102,22 +120,29 @@ export class E2bControlApi {
         `metadata is not valid as labels: ${labels.error.issues[0]?.message ?? 'invalid'}`,
       );
     }
-    const { sandbox } = await this.#deps.sandboxes.create(principal, {
-      ...(request.templateID !== 'base' && { template: request.templateID }),
-      labels: labels.data,
-      ...(request.envVars !== undefined && { env: request.envVars }),
-      // autoPause: pause instead of ending when the timeout passes, onto the idle policy: the timeout
-      // counts from the last call (E2B counts from create), and the sandbox lives up to the longest TTL.
-      ...(request.autoPause === true
-        ? {
-            ttlSeconds: maxTtlSeconds,
-            idle: { afterSeconds: request.timeout ?? defaultTimeoutSeconds, action: 'pause' as const },
-          }
-        : { ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds) }),
-      ...(this.#deps.allowedPools !== undefined && {
-        placement: { allowedPools: [...this.#deps.allowedPools] },
-      }),
-    });
+    const { sandbox } = await this.#deps.sandboxes.create(
+      principal,
+      {
+        ...(template !== undefined && { template }),
+        ...(mapped?.capabilities !== undefined && { capabilities: [...mapped.capabilities] }),
+        labels: labels.data,
+        ...(request.envVars !== undefined && { env: request.envVars }),
+        // autoPause: pause instead of ending when the timeout passes, onto the idle policy: the timeout
+        // counts from the last call (E2B counts from create), and the sandbox lives up to the longest TTL.
+        ...(request.autoPause === true
+          ? {
+              ttlSeconds: maxTtlSeconds,
+              idle: { afterSeconds: request.timeout ?? defaultTimeoutSeconds, action: 'pause' as const },
+            }
+          : { ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds) }),
+        ...(this.#deps.allowedPools !== undefined && {
+          placement: { allowedPools: [...this.#deps.allowedPools] },
+        }),
+      },
+      undefined,
+      // The name the SDK asked for, answered back as its templateID.
+      mapped !== undefined ? { stamps: { [e2bTemplateStamp]: request.templateID } } : {},
+    );
     const settled = await untilSettled(this.#deps.sandboxes, principal, sandbox.id, this.#deps.createWaitMs);
     if (settled.status === 'running') return { status: 201, body: this.#sandboxAnswer(settled, apiKey) };
     if (settled.status === 'failed') {
@@ -160,6 +185,7 @@ export class E2bControlApi {
       body: {
         ...this.#detail(sandbox, e2bState(sandbox) ?? 'running'),
         envdAccessToken: sandboxToken(apiKey, id),
+        trafficAccessToken: sandboxToken(apiKey, id),
       },
     };
   }
@@ -218,10 +244,12 @@ export class E2bControlApi {
   #sandboxAnswer(sandbox: SandboxView, apiKey: string) {
     return {
       sandboxID: sandbox.id,
-      templateID: sandbox.template ?? 'base',
+      templateID: e2bTemplateOf(sandbox),
       clientID: 'differently',
       envdVersion,
       envdAccessToken: sandboxToken(apiKey, sandbox.id),
+      // Sent by @e2b/code-interpreter on its context calls, which carry no X-Access-Token: the same token.
+      trafficAccessToken: sandboxToken(apiKey, sandbox.id),
       domain: null,
     };
   }
@@ -229,7 +257,7 @@ export class E2bControlApi {
   #detail(sandbox: SandboxView, state: 'running' | 'paused') {
     return {
       sandboxID: sandbox.id,
-      templateID: sandbox.template ?? 'base',
+      templateID: e2bTemplateOf(sandbox),
       clientID: 'differently',
       startedAt: sandbox.createdAt,
       endAt:

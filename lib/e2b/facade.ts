@@ -6,12 +6,13 @@ import type { SandboxProcesses } from '../sandboxes/processes.ts';
 import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
+import { codeInterpreterPort, E2bCodeInterpreter } from './code-interpreter.ts';
 import { ConnectError, connectCodes, endStream, parseJson } from './connect-protocol.ts';
-import { type E2bAnswer, E2bControlApi, e2bError, e2bErrorOf } from './control-api.ts';
+import { type E2bAnswer, E2bControlApi, type E2bControlDeps, e2bError, e2bErrorOf } from './control-api.ts';
 import { connectErrorOf, E2bEnvd } from './envd.ts';
 import { e2bPrefix } from './surface.ts';
 
-/** envd's port, the one E2B SDKs address (code-interpreter's 49999 and previews are not served). */
+/** envd's port, the one E2B SDKs address (code-interpreter's is 49999; previews are not served). */
 const envdPort = '49983';
 
 export interface E2bFacadeDeps {
@@ -20,6 +21,7 @@ export interface E2bFacadeDeps {
   processes: SandboxProcesses;
   authenticator: Authenticator;
   templates: readonly string[];
+  templateMap: E2bControlDeps['templateMap'];
   createWaitMs: number;
   allowedPools: readonly string[] | undefined;
   log: Log;
@@ -35,6 +37,7 @@ const sandboxPath = /^\/(?:v2\/)?sandboxes\/([^/]+)(\/[a-z]+)?$/;
 export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => Promise<HttpResponse> {
   const control = new E2bControlApi(deps);
   const envd = new E2bEnvd(deps);
+  const interpreter = new E2bCodeInterpreter(deps);
 
   async function controlCall(request: HttpRequest, path: string): Promise<E2bAnswer> {
     // E2B SDKs send the key in X-API-KEY; a Bearer one (curl, other clients) is taken too.
@@ -71,8 +74,52 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
     );
   }
 
+  /**
+   * `@e2b/code-interpreter`'s Jupyter routes (./code-interpreter.ts). Its context calls carry no
+   * X-Access-Token, only the E2B-Traffic-Access-Token that create and connect answer (the same token).
+   */
+  async function codeInterpreterCall(
+    request: HttpRequest,
+    path: string,
+    sandboxId: string,
+  ): Promise<HttpResponse> {
+    try {
+      const principal = await deps.authenticator.authenticateSandbox(
+        request.headers['x-access-token'] ?? request.headers['e2b-traffic-access-token'],
+        sandboxId,
+      );
+      const method = request.method.toUpperCase();
+      if (path === '/execute' && method === 'POST')
+        return await interpreter.execute(principal, sandboxId, parseJsonBody(request), request.signal);
+      if (path === '/contexts' && method === 'POST')
+        return json(200, await interpreter.createContext(principal, sandboxId, parseJsonBody(request)));
+      if (path === '/contexts' && method === 'GET')
+        return json(200, await interpreter.listContexts(principal, sandboxId));
+      const context = /^\/contexts\/([^/]+)(\/restart)?$/.exec(path);
+      if (context !== null) {
+        const contextId = decodeURIComponent(context[1] ?? '');
+        if (context[2] === undefined && method === 'DELETE') {
+          await interpreter.removeContext(principal, sandboxId, contextId);
+          return { status: 204, headers: {}, body: '' };
+        }
+        if (context[2] !== undefined && method === 'POST') {
+          await interpreter.restartContext(principal, sandboxId, contextId);
+          return { status: 204, headers: {}, body: '' };
+        }
+      }
+      return answerOf(
+        e2bError(501, `the code interpreter's ${method} ${path} is not offered by Differently (docs/e2b.md)`),
+      );
+    } catch (error) {
+      const { answer, masked } = e2bErrorOf(error);
+      if (masked) deps.log.error('E2B code interpreter call failed', { path, error: describeError(error) });
+      return answerOf(answer);
+    }
+  }
+
   async function envdCall(request: HttpRequest, path: string, sandboxId: string): Promise<HttpResponse> {
     const port = request.headers['e2b-sandbox-port'] ?? envdPort;
+    if (port === codeInterpreterPort) return codeInterpreterCall(request, path, sandboxId);
     const unary = /^\/((?:process\.Process|filesystem\.Filesystem)\/[A-Za-z]+)$/.exec(path)?.[1];
     const isRpc = unary !== undefined;
     try {

@@ -92,7 +92,8 @@ export class SandboxService {
     principal: OrgPrincipal,
     request: CreateSandboxRequest,
     idempotencyKey?: string,
-    internal: { forkedFrom?: string } = {},
+    /** The control plane's own stamps: labels under the reserved prefix, which tenants cannot set. */
+    internal: { forkedFrom?: string; stamps?: Record<string, string> } = {},
   ): Promise<{ sandbox: SandboxView; replayed: boolean }> {
     const admitted = await admit(this.#deps, principal, request);
     const { projectId, allowedPools, capabilities, classification, resources, template, regions } = admitted;
@@ -113,6 +114,12 @@ export class SandboxService {
       labels: {
         ...request.labels,
         ...(internal.forkedFrom !== undefined && { 'differently.dev/forked-from': internal.forkedFrom }),
+        ...Object.fromEntries(
+          Object.entries(internal.stamps ?? {}).map(([key, value]) => [
+            `${reservedLabelPrefix}${key}`,
+            value,
+          ]),
+        ),
       },
       capabilities,
       env: request.env ?? {},

@@ -8,6 +8,7 @@ import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
 import { parseConfig } from '../../lib/config.ts';
+import { orgKey, pointE2bAt } from '../helpers/e2b-keys.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 
 /**
@@ -15,29 +16,6 @@ import { type E2e, startE2e } from '../helpers/e2e.ts';
  * @computesdk/e2b, configured only by E2B_API_URL and E2B_SANDBOX_URL pointing at `<runtime>/e2b`, against
  * the local runtime (two containers per function) with a devhost pool.
  */
-const keyAnswer = z.object({ key: z.string(), e2bApiKey: z.string().regex(/^e2b_[0-9a-f]+$/) });
-
-async function orgKey(
-  e: { url: string; adminKey: string },
-  name: string,
-): Promise<z.infer<typeof keyAnswer>> {
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${e.url}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${e.adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return (await response.json()) as unknown;
-  };
-  const org = z.object({ id: z.string() }).parse(await post('/v1/admin/orgs', { name }));
-  return keyAnswer.parse(await post(`/v1/admin/orgs/${org.id}/keys`, { name }));
-}
-
-function pointAt(url: string): void {
-  process.env.E2B_API_URL = `${url}/e2b`;
-  process.env.E2B_SANDBOX_URL = `${url}/e2b`;
-}
-
 describe('the E2B-compatible API, driven by the E2B SDK', () => {
   let e: E2e;
   let apiKey: string;
@@ -45,7 +23,7 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
 
   beforeAll(async () => {
     e = await startE2e();
-    pointAt(e.runtime.url);
+    pointE2bAt(e.runtime.url);
     apiKey = (await orgKey(e.runtime, 'e2b-users')).e2bApiKey;
     otherKey = (await orgKey(e.runtime, 'e2b-others')).e2bApiKey;
   }, 60_000);
@@ -459,7 +437,7 @@ describe('pause and connect through the E2B SDK, on a pool that pauses; a create
       reconcileIntervalSeconds: 0,
       poolRefreshIntervalSeconds: 0,
     });
-    pointAt(runtime.url);
+    pointE2bAt(runtime.url);
     const keys = await orgKey(runtime, 'pausers');
     apiKey = keys.e2bApiKey;
     restKey = keys.key;

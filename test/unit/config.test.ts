@@ -35,6 +35,20 @@ describe('config', () => {
     );
   });
 
+  it('refuses an E2B template mapped onto a template it does not define', () => {
+    const e2b = {
+      templates: { 'code-interpreter-v1': { template: 'python', capabilities: ['exec.stdin'] } },
+    };
+    expect(problem({ devMode: true, pools: [{ name: 'x', adapter: 'fake' }], e2b })).toMatch(
+      /e2b\.templates\.code-interpreter-v1\.template: no template named python/,
+    );
+    const config = parseConfig({ devMode: true, templates: [{ name: 'python' }], e2b });
+    expect(config.e2b.templates['code-interpreter-v1']).toEqual({
+      template: 'python',
+      capabilities: ['exec.stdin'],
+    });
+  });
+
   it('names an unknown field', () => {
     expect(problem({ devMode: true, pools: [{ name: 'x', adapter: 'fake', colour: 'red' }] })).toMatch(
       /pools\[0\]\.colour: unknown field/,
