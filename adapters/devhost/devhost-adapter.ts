@@ -17,6 +17,7 @@ import {
   fileSystemError,
   type Instance,
   type Lifecycle,
+  type Pauser,
   type ReadFileOptions,
   type SnapshotInfo,
   type SnapshotOptions,
@@ -37,6 +38,7 @@ import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
 import { ProcessTable } from '../process-table.ts';
 import type { DevhostConfig } from './config.ts';
+import { freezeGroup, thawGroup } from './freezer.ts';
 import { helperArgv, launchInteractive } from './interactive-process.ts';
 import {
   bubblewrapAvailable,
@@ -66,7 +68,7 @@ const metaSchema = z.object({
   sandboxId: z.string(),
   installation: z.string(),
   env: z.record(z.string(), z.string()),
-  state: z.enum(['running', 'stopped']),
+  state: z.enum(['running', 'stopped', 'paused']),
   createdAt: z.string(),
 });
 type Meta = z.infer<typeof metaSchema>;
@@ -78,6 +80,7 @@ export const devhostFeatures = [
   'exec.pty',
   'files',
   'lifecycle.stop-start',
+  'lifecycle.pause-resume',
   'persistence.disk',
   'snapshots.disk',
   'fork',
@@ -136,7 +139,7 @@ export async function reapDevhostFolders(roots: readonly string[]): Promise<numb
  */
 
 export class DevhostAdapter
-  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Snapshotter, ProcessHost
+  implements ExecutionAdapter, Streamer, FileSystem, Lifecycle, Pauser, Snapshotter, ProcessHost
 {
   readonly #config: DevhostConfig;
 
@@ -374,6 +377,20 @@ export class DevhostAdapter
     await this.#setState(ref, 'stopped', 'running');
   }
 
+  /**
+   * A pause keeps everything: each of the sandbox's processes is stopped where it stands (./freezer.ts)
+   * and continued on resume; meanwhile nothing new starts in it (commands are refused: it is not running).
+   */
+  async pause(ref: string): Promise<void> {
+    await this.#setState(ref, 'running', 'paused');
+    freezeGroup(ref);
+  }
+
+  async resume(ref: string): Promise<void> {
+    await this.#setState(ref, 'paused', 'running');
+    thawGroup(ref);
+  }
+
   /** A disk snapshot: a copy of the sandbox's filesystem (memory is not something a directory has). */
   async snapshot(ref: string, kind: 'disk' | 'memory', opts?: SnapshotOptions): Promise<SnapshotInfo> {
     if (kind === 'memory') throw adapterErrors.unsupported('memory snapshot', { adapter: 'devhost' });
@@ -469,6 +486,7 @@ export class DevhostAdapter
     return {
       argv: jail?.argv ?? argv,
       fd3: jail?.options,
+      group: ref,
       user: this.#owner,
       cwd: jail === undefined ? join(root, ...cwdNames) : '/',
       env:

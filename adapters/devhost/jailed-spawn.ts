@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import * as z from '../../lib/zod.ts';
+import { joinGroup } from './freezer.ts';
 import { jailInfoFd } from './jail.ts';
 
 export interface SpawnLaunch {
@@ -12,6 +13,8 @@ export interface SpawnLaunch {
   user?: { uid: number; gid: number } | undefined;
   cwd: string;
   env: Record<string, string>;
+  /** The sandbox it runs for: its processes are frozen with the sandbox's on a pause (./freezer.ts). */
+  group?: string | undefined;
 }
 
 export interface SpawnedCommand {
@@ -42,6 +45,13 @@ export function spawnInOwnGroup(launch: SpawnLaunch): SpawnedCommand {
   }) as ChildProcessWithoutNullStreams;
 
   let jailPid: number | undefined;
+  if (launch.group !== undefined) {
+    const leave = joinGroup(launch.group, () =>
+      [child.pid, jailPid].filter((pid): pid is number => pid !== undefined),
+    );
+    child.once('exit', leave);
+    child.once('error', leave);
+  }
   let infoSettled = !jailed;
   let killRequested = false;
   const killNow = () => {

@@ -10,6 +10,8 @@ export interface RunProcessOptions {
   stdin?: string | undefined;
   /** Written to the process's fd 3 and closed (bwrap's `--args 3`): what must not be in argv or env. */
   fd3?: string | undefined;
+  /** The sandbox it runs for (its pause freezes it too). */
+  group?: string | undefined;
   /** The host user to run as (the control plane must be root to name another). */
   user?: { uid: number; gid: number } | undefined;
   timeoutSeconds: number;
@@ -42,6 +44,7 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
     const { child, kill: killGroup } = spawnInOwnGroup({
       argv: [file, ...args],
       fd3: options.fd3,
+      group: options.group,
       user: options.user,
       cwd: options.cwd,
       env: options.env,

@@ -38,8 +38,27 @@ export interface E2bControlDeps {
 export const envdVersion = '0.6.1';
 /** E2B's default sandbox lifetime when a create names none. */
 const defaultTimeoutSeconds = 300;
-/** Differently's shortest TTL: a shorter E2B timeout is raised to it (docs/e2b.md). */
+/** Differently's shortest TTL (its sweep ends sandboxes once a minute): a shorter E2B timeout is refused. */
 const minTtlSeconds = 60;
+
+/** A sandbox lifetime E2B asked for, kept as given: one shorter than Differently's shortest is refused. */
+function ttlOf(timeout: number): number {
+  if (timeout < minTtlSeconds)
+    throw errors.invalidRequest(
+      `a timeout of ${timeout} s is shorter than the shortest sandbox lifetime Differently keeps, ${minTtlSeconds} s (its sweep ends sandboxes once a minute): ask for ${minTtlSeconds * 1000} ms or more (docs/e2b.md)`,
+      { timeoutSeconds: timeout, minimumSeconds: minTtlSeconds },
+    );
+  return timeout;
+}
+
+/** What an E2B create asks placement for: its template's capabilities, and pausing for onTimeout pause. */
+function capabilitiesOf(mapped: readonly string[] | undefined, autoPause: boolean): string[] | undefined {
+  const wanted = new Set(mapped ?? []);
+  // A sandbox that must pause at its timeout goes only where it can pause: elsewhere idleness would stop
+  // it, and E2B would see a stopped sandbox as paused.
+  if (autoPause) wanted.add('lifecycle.pause-resume');
+  return wanted.size === 0 ? undefined : [...wanted];
+}
 
 export interface E2bAnswer {
   status: number;
@@ -120,11 +139,12 @@ export class E2bControlApi {
         `metadata is not valid as labels: ${labels.error.issues[0]?.message ?? 'invalid'}`,
       );
     }
+    const capabilities = capabilitiesOf(mapped?.capabilities, request.autoPause === true);
     const { sandbox } = await this.#deps.sandboxes.create(
       principal,
       {
         ...(template !== undefined && { template }),
-        ...(mapped?.capabilities !== undefined && { capabilities: [...mapped.capabilities] }),
+        ...(capabilities !== undefined && { capabilities }),
         labels: labels.data,
         ...(request.envVars !== undefined && { env: request.envVars }),
         // autoPause: pause instead of ending when the timeout passes, onto the idle policy: the timeout
@@ -134,7 +154,7 @@ export class E2bControlApi {
               ttlSeconds: maxTtlSeconds,
               idle: { afterSeconds: request.timeout ?? defaultTimeoutSeconds, action: 'pause' as const },
             }
-          : { ttlSeconds: Math.max(minTtlSeconds, request.timeout ?? defaultTimeoutSeconds) }),
+          : { ttlSeconds: ttlOf(request.timeout ?? defaultTimeoutSeconds) }),
         ...(this.#deps.allowedPools !== undefined && {
           placement: { allowedPools: [...this.#deps.allowedPools] },
         }),
@@ -192,8 +212,9 @@ export class E2bControlApi {
 
   async setTimeout(principal: OrgPrincipal, id: string, body: unknown): Promise<E2bAnswer> {
     const { timeout } = parseBody(setTimeoutSchema, body, 'timeout body');
+    const ttlSeconds = ttlOf(timeout);
     await this.#visible(principal, id);
-    await this.#deps.sandboxes.update(principal, id, { ttlSeconds: Math.max(minTtlSeconds, timeout) });
+    await this.#deps.sandboxes.update(principal, id, { ttlSeconds });
     return { status: 204 };
   }
 
@@ -216,6 +237,7 @@ export class E2bControlApi {
   /** Connect is E2B's resume: a running sandbox answers 200, one brought back from paused or stopped 201. */
   async connect(principal: OrgPrincipal, id: string, apiKey: string, body: unknown): Promise<E2bAnswer> {
     const { timeout } = parseBody(connectSandboxSchema, body ?? {}, 'connect body');
+    const ttlSeconds = timeout === undefined ? undefined : ttlOf(timeout);
     let sandbox = await this.#visible(principal, id);
     let status = 200;
     if (sandbox.status === 'paused' || sandbox.status === 'stopped') {
@@ -228,9 +250,7 @@ export class E2bControlApi {
       }
       status = 201;
     }
-    if (timeout !== undefined) {
-      await this.#deps.sandboxes.update(principal, id, { ttlSeconds: Math.max(minTtlSeconds, timeout) });
-    }
+    if (ttlSeconds !== undefined) await this.#deps.sandboxes.update(principal, id, { ttlSeconds });
     return { status, body: this.#sandboxAnswer(sandbox, apiKey) };
   }
 

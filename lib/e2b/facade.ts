@@ -1,4 +1,4 @@
-import { errors } from '../errors.ts';
+import { ApiError, errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
@@ -14,6 +14,8 @@ import { e2bPrefix } from './surface.ts';
 
 /** envd's port, the one E2B SDKs address (code-interpreter's is 49999; previews are not served). */
 const envdPort = '49983';
+/** E2B's default user, the one calls act as. */
+const e2bUser = 'user';
 
 export interface E2bFacadeDeps {
   sandboxes: SandboxService;
@@ -133,6 +135,7 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
         request.headers['x-access-token'],
         sandboxId,
       );
+      requireSandboxUser(userOf(request));
       const method = request.method.toUpperCase();
       if (path === '/process.Process/Start' && method === 'POST') {
         const deadline = request.headers['connect-timeout-ms'];
@@ -201,6 +204,13 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
       if (isRpc) {
         const { code, message, masked } = connectErrorOf(error);
         if (masked) deps.log.error('E2B envd call failed', { path, error: describeError(error) });
+        // A streamed call's error is its end-stream envelope (an HTTP status is shown as internal).
+        if (isConnectStream(request.headers['content-type']))
+          return {
+            status: 200,
+            headers: { 'content-type': 'application/connect+json' },
+            body: endStream({ code, message }),
+          };
         return json(connectCodes[code], { code, message });
       }
       const { answer, masked } = e2bErrorOf(error);
@@ -221,6 +231,31 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
       return answerOf(answer);
     }
   };
+}
+
+/**
+ * The user a call asks to act as: envd's `Authorization: Basic base64(user:)` (commands and filesystem
+ * RPCs) or the `username` query (/files). The SDK sends one only when the caller names it.
+ */
+function userOf(request: HttpRequest): string | undefined {
+  const basic = /^Basic\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (basic !== undefined) return Buffer.from(basic, 'base64').toString('utf8').split(':')[0];
+  return request.query.username;
+}
+
+/**
+ * E2B's default user, `user`, is the one every command and file call acts as (on devhost uid 1000 in the
+ * jail, whose home is /home/user); `root` is refused with the reason rather than run as someone else.
+ */
+function requireSandboxUser(user: string | undefined): void {
+  if (user === undefined || user === '' || user === e2bUser) return;
+  if (user === 'root')
+    throw new ApiError(
+      'unsupported_operation',
+      "acting as root is not offered: Differently runs every command and file call as the sandbox's unprivileged user (E2B's default, user); no pool maps E2B's root user yet (docs/e2b.md)",
+      { operation: 'user root' },
+    );
+  throw errors.invalidRequest(`the sandbox has no user ${user}: E2B's users are user (the default) and root`);
 }
 
 /** Connect's streaming requests (server, client or bidi) carry `application/connect+<codec>`. */

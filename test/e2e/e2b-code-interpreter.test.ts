@@ -178,6 +178,14 @@ describe('the code interpreter, driven by @e2b/code-interpreter', () => {
     expect(next.text).toBe('42');
   });
 
+  it('keeps the kernel and its state through a pause and a connect (devhost freezes it, memory and all)', async () => {
+    expect(await sandbox.pause()).toBe(true);
+    expect((await sandbox.getInfo()).state).toBe('paused');
+    const again = await Sandbox.connect(sandbox.sandboxId, { apiKey });
+    expect((await again.getInfo()).state).toBe('running');
+    expect((await again.runCode('x')).text).toBe('41');
+  });
+
   it('refuses a language it has no kernel for, and another sandbox or no token', async () => {
     await expect(sandbox.runCode('1', { language: 'r' })).rejects.toThrow(/400/);
     const other = await Sandbox.create({ apiKey });

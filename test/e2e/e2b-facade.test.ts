@@ -160,6 +160,43 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     }
   });
 
+  it("acts as E2B's default user and refuses root with the reason; keeps a timeout as given or refuses it, never raising it", async () => {
+    await expect(Sandbox.create({ apiKey, timeoutMs: 30_000 })).rejects.toThrow(
+      /timeout of 30 s is shorter than the shortest sandbox lifetime Differently keeps, 60 s/,
+    );
+    const sandbox = await Sandbox.create({ apiKey, timeoutMs: 90_000 });
+    try {
+      const kept = z.object({ ttlSeconds: z.number() }).parse(
+        await (
+          await fetch(`${e.runtime.url}/v1/sandboxes/${sandbox.sandboxId}`, {
+            headers: { authorization: `Bearer ${apiKey}` },
+          })
+        ).json(),
+      );
+      expect(kept.ttlSeconds).toBe(90);
+      await expect(sandbox.setTimeout(10_000)).rejects.toThrow(/10 s is shorter/);
+      // Named or not, `user` is the sandbox's unprivileged user (uid 1000 in the devhost jail).
+      expect((await sandbox.commands.run('id -u', { user: 'user' })).stdout).toBe('1000\n');
+      expect((await sandbox.commands.run('id -u')).stdout).toBe('1000\n');
+      await sandbox.files.write('/home/user/owned.txt', 'mine', { user: 'user' });
+      expect(await sandbox.files.read('/home/user/owned.txt', { user: 'user' })).toBe('mine');
+      // root is refused, naming why, on commands, filesystem RPCs and file transfers alike.
+      await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(
+        /acting as root is not offered/,
+      );
+      await expect(sandbox.files.list('/home/user', { user: 'root' })).rejects.toThrow(/acting as root/);
+      await expect(sandbox.files.read('/home/user/owned.txt', { user: 'root' })).rejects.toThrow(
+        /acting as root/,
+      );
+      await expect(sandbox.files.write('/home/user/root.txt', 'x', { user: 'root' })).rejects.toThrow(
+        /acting as root/,
+      );
+      expect(await sandbox.files.exists('/home/user/root.txt')).toBe(false);
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
   it('refuses what it does not offer, naming it: create options, an unknown template, a process that never ran', async () => {
     await expect(
       Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause', autoResume: false } }),

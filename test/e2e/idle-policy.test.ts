@@ -66,9 +66,9 @@ describe.each(['memory', 'dynamodb'] as const)('idle policy over HTTP (%s store)
   });
 
   it.skipIf(!bubblewrapAvailable())(
-    'stops a devhost sandbox (its pool cannot pause) and starts it again on a file read, its files kept',
+    'stops a devhost sandbox whose policy says stop and starts it again on a file read, its files kept',
     async () => {
-      const sandbox = await e.running('local', { idle: { afterSeconds: 1 } });
+      const sandbox = await e.running('local', { idle: { afterSeconds: 1, action: 'stop' } });
       const write = await fetch(
         `${e.runtime.url}/v1/sandboxes/${sandbox.id}/files/content?path=/work/kept.txt`,
         {
@@ -151,8 +151,15 @@ describe('E2B autoPause onto the idle policy', () => {
 
   beforeAll(async () => {
     e = await startE2e({
-      fakes: { pausing: { adapter: new FakeAdapter() } },
-      config: { e2b: { allowedPools: ['pausing'] } },
+      fakes: {
+        pausing: { adapter: new FakeAdapter() },
+        // Stops but cannot pause: idleness there would stop a sandbox, which E2B would read as paused.
+        stopping: {
+          adapter: new FakeAdapter(),
+          features: ['exec', 'files', 'lifecycle.stop-start'],
+        },
+      },
+      config: { e2b: { allowedPools: ['stopping', 'pausing'] } },
     });
     process.env.E2B_API_URL = `${e.runtime.url}/e2b`;
     process.env.E2B_SANDBOX_URL = `${e.runtime.url}/e2b`;
@@ -178,6 +185,8 @@ describe('E2B autoPause onto the idle policy', () => {
     try {
       const view = await e.get(sandbox.sandboxId, key.key);
       expect(view.idle).toMatchObject({ afterSeconds: 1, action: 'pause' });
+      // Placed only where it can pause, though the pool that only stops comes first.
+      expect(view.pool).toBe('pausing');
       await waitFor(
         () => e.get(sandbox.sandboxId, key.key),
         (s) => s.status === 'paused',
@@ -189,5 +198,40 @@ describe('E2B autoPause onto the idle policy', () => {
     } finally {
       await sandbox.kill();
     }
+  });
+});
+
+describe('E2B onTimeout pause where no pool can pause', () => {
+  let e: E2e;
+
+  beforeAll(async () => {
+    e = await startE2e({
+      fakes: {
+        stopping: { adapter: new FakeAdapter(), features: ['exec', 'files', 'lifecycle.stop-start'] },
+      },
+      config: { e2b: { allowedPools: ['stopping'] } },
+    });
+    process.env.E2B_API_URL = `${e.runtime.url}/e2b`;
+    process.env.E2B_SANDBOX_URL = `${e.runtime.url}/e2b`;
+  });
+
+  afterAll(async () => {
+    delete process.env.E2B_API_URL;
+    delete process.env.E2B_SANDBOX_URL;
+    await e?.stop();
+  });
+
+  it('refuses the create, naming pausing, rather than stopping a sandbox it would report as paused', async () => {
+    const created = await e.api.post('/v1/admin/orgs', e.runtime.adminKey, { name: 'e2b-stoppers' });
+    const orgId = z.object({ id: z.string() }).parse(created.body).id;
+    const key = z
+      .object({ e2bApiKey: z.string() })
+      .parse((await e.api.post(`/v1/admin/orgs/${orgId}/keys`, e.runtime.adminKey, { name: 'k' })).body);
+    await expect(
+      Sandbox.create({ apiKey: key.e2bApiKey, lifecycle: { onTimeout: 'pause' } }),
+    ).rejects.toThrow(/lifecycle\.pause-resume/);
+    // Without it, the same pool serves the create.
+    const plain = await Sandbox.create({ apiKey: key.e2bApiKey });
+    await plain.kill();
   });
 });

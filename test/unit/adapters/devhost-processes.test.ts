@@ -152,6 +152,56 @@ describe.each([
     expect(await adapter.attachProcess(ref, started.pid, () => undefined)).toBe(0);
   });
 
+  it('pauses every process of the sandbox where it stands, a daemon too, and continues them on resume, memory kept', async () => {
+    const marker = `paused-${newId('sandbox')}`;
+    // A counter in the shell's memory, and a child; in a jail a daemon that left its parent too (setsid,
+    // then its parent ended: the jail's pid namespace still holds it; unjailed, nothing does).
+    const child =
+      isolation === 'auto'
+        ? `( setsid sh -c 'while :; do sleep 0.05; done; : ${marker}' & );`
+        : `sh -c 'while :; do sleep 0.05; done; : ${marker}' &`;
+    const started = await adapter.startProcess(ref, {
+      argv: [`${child} n=0; while read -r line; do n=$((n+1)); echo "got:$n:$line"; done; : ${marker}`],
+      shell: true,
+      env: {},
+      timeoutSeconds: 120,
+    });
+    await adapter.writeStdin(ref, started.pid, Buffer.from('a\n'));
+    expect((await attachUntil(adapter, ref, started.pid, (text) => text.includes('got:1:a')).done).text).toBe(
+      'got:1:a\n',
+    );
+    const states = async () => {
+      const found: string[] = [];
+      for (const pid of (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry))) {
+        const commandLine = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (!commandLine.includes(marker) || commandLine.includes('vitest')) continue;
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+        found.push(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] ?? '?');
+      }
+      return found;
+    };
+    await expect.poll(async () => (await states()).length).toBeGreaterThanOrEqual(2);
+    await adapter.pause(ref);
+    try {
+      expect((await adapter.get(ref)).state).toBe('paused');
+      expect(new Set(await states())).toEqual(new Set(['T']));
+      // Nothing new starts in a paused sandbox; input waits for it.
+      await expect(adapter.exec(ref, { command: 'true' })).rejects.toMatchObject({ code: 'invalid_state' });
+      await adapter.writeStdin(ref, started.pid, Buffer.from('b\n'));
+    } finally {
+      await adapter.resume(ref);
+    }
+    expect((await adapter.get(ref)).state).toBe('running');
+    await expect.poll(async () => (await states()).includes('T')).toBe(false);
+    // The counter went on from where it was: the shell's memory was kept.
+    expect((await attachUntil(adapter, ref, started.pid, (text) => text.includes('got:2:b')).done).text).toBe(
+      'got:2:b\n',
+    );
+    await adapter.signalProcess(ref, started.pid, 'SIGKILL');
+    await adapter.stop(ref);
+    await adapter.start(ref);
+  });
+
   it('ends its processes with the sandbox', async () => {
     const started = await adapter.startProcess(ref, {
       argv: ['sleep', '300'],

@@ -6,7 +6,7 @@ import { devhostConfigSchema } from '../../../adapters/devhost/config.ts';
 import { DevhostAdapter } from '../../../adapters/devhost/devhost-adapter.ts';
 import { buildPool } from '../../../adapters/registry.ts';
 import { type AdapterCallTracer, tracedAdapter } from '../../../adapters/traced-adapter.ts';
-import { isFileSystem, isPauser, isStreamer } from '../../../lib/adapter/port.ts';
+import { isFileSystem, isPauser, isPortExposer, isStreamer } from '../../../lib/adapter/port.ts';
 import { parseConfig } from '../../../lib/config.ts';
 import { newId } from '../../../lib/ids.ts';
 import { silentLog } from '../../../lib/log.ts';
@@ -69,8 +69,9 @@ describe('traced adapters', () => {
     );
     expect(isStreamer(adapter)).toBe(true);
     expect(isFileSystem(adapter)).toBe(true);
-    // devhost cannot pause: the wrapper must not invent the methods.
-    expect(isPauser(adapter)).toBe(false);
+    expect(isPauser(adapter)).toBe(true);
+    // devhost exposes no ports: the wrapper must not invent the method.
+    expect(isPortExposer(adapter)).toBe(false);
   });
 
   it('is what buildPool hands the registry when the wiring gives a tracer, the capabilities probe included', async () => {
