@@ -5,4 +5,5 @@ await import('./queues.bench.ts');
 await import('./reconcile.bench.ts');
 await import('./stream.bench.ts');
 await import('./stream-abuse.bench.ts');
+await import('./e2b.bench.ts');
 await import('./bundles.bench.ts');

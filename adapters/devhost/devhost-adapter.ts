@@ -34,6 +34,7 @@ import type {
   TerminalSize,
 } from '../../lib/adapter/processes.ts';
 import { isId, newId } from '../../lib/ids.ts';
+import { safeParseJsonText } from '../../lib/json-text.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
 import { ProcessTable } from '../process-table.ts';
@@ -108,6 +109,16 @@ export function endDevhostCommands(): void {
   for (const commands of runningCommands.values()) for (const command of commands) command.abort();
   runningCommands.clear();
   interactive.endEverything();
+}
+
+/**
+ * A sandbox's metadata, replaced whole: written aside and renamed into place, so a read that runs with a
+ * state change (a command starting while the sandbox stops) sees the old file or the new, never a torn one.
+ */
+async function writeMeta(dir: string, meta: unknown): Promise<void> {
+  const aside = join(dir, `.meta.json.${process.pid}.${Math.random().toString(36).slice(2)}`);
+  await writeFile(aside, JSON.stringify(meta), { mode: 0o600 });
+  await rename(aside, join(dir, 'meta.json'));
 }
 
 /** The only template a devhost pool has: the host environment (npm start's catalog names it too). */
@@ -245,7 +256,7 @@ export class DevhostAdapter
       state: 'running',
       createdAt: new Date().toISOString(),
     };
-    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
+    await writeMeta(dir, meta);
     return toInstance(meta);
   }
 
@@ -513,9 +524,7 @@ export class DevhostAdapter
     if (meta === undefined) throw adapterErrors.notFound(ref);
     if (meta.state !== from)
       throw adapterErrors.invalidState(`sandbox ${ref} is ${meta.state}`, { state: meta.state });
-    await writeFile(join(this.#dir(ref), 'meta.json'), JSON.stringify({ ...meta, state: to }), {
-      mode: 0o600,
-    });
+    await writeMeta(this.#dir(ref), { ...meta, state: to });
   }
 
   #dir(ref: string): string {
@@ -531,7 +540,7 @@ export class DevhostAdapter
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
-    const parsed = metaSchema.safeParse(JSON.parse(text));
+    const parsed = safeParseJsonText(metaSchema, text);
     if (!parsed.success) throw adapterErrors.unavailable(`devhost metadata of ${ref} is corrupt`);
     return parsed.data;
   }

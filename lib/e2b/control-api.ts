@@ -7,6 +7,7 @@ import { isTerminal } from '../schemas/sandbox-status.ts';
 import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
 import type * as z from '../zod.ts';
+import { measureSandbox } from './metrics.ts';
 import {
   connectSandboxSchema,
   listQuerySchema,
@@ -222,6 +223,12 @@ export class E2bControlApi {
     await this.#visible(principal, id);
     await this.#deps.sandboxes.delete(principal, id);
     return { status: 204 };
+  }
+
+  /** getMetrics: one sample measured in the sandbox now (./metrics.ts); the SDK's start and end are not a filter of it. */
+  async metrics(principal: OrgPrincipal, id: string): Promise<E2bAnswer> {
+    await this.#visible(principal, id);
+    return { status: 200, body: await measureSandbox(this.#deps.sandboxes, principal, id) };
   }
 
   /** A paused sandbox answers 409, which the SDK reads as "already paused" (false). */

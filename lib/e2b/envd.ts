@@ -14,6 +14,7 @@ import { envSchema } from '../schemas/common.ts';
 import { maxStdinBytesPerRequest } from '../schemas/processes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import * as z from '../zod.ts';
+import { processDir, wrappedCommand } from './command-wrappers.ts';
 import { type ConnectCode, ConnectError, endStream, envelope, firstEnvelope } from './connect-protocol.ts';
 import { type E2bAnswer, e2bError, parseBody } from './control-api.ts';
 import {
@@ -45,38 +46,8 @@ export const e2bHome = '/home/user';
 /** Sent while a command is silent: the SDK asks for a keep-alive every 50 s (Keepalive-Ping-Interval). */
 const keepAliveMs = 50_000;
 
-/**
- * Where a started command is known inside its sandbox, so List and SendSignal work from any container
- * and on every pool with exec and files: `procs/<pid>` (its config, touched every second while it runs)
- * and `signals/<pid>` (a signal asked for, which the command's own watcher delivers).
- */
-const processDir = '/tmp/.e2b';
 /** A process whose entry was not touched for this long has ended without cleaning up (its VM stopped). */
 const staleProcessMs = 10_000;
-
-/**
- * Runs "$@" (the command), records it under processDir while it runs, and delivers a signal asked for
- * there to the exec's whole process group (the wrapper, the command and all it started: the exec makes
- * the wrapper its group's leader, so the backend's own timeout and delete still end everything), or to
- * the command alone where the wrapper leads no group. POSIX sh only.
- */
-const processWrapper = [
-  'id=$1; config=$2; shift 2',
-  `dir=${processDir}; mkdir -p "$dir/procs" "$dir/signals" 2>/dev/null`,
-  'printf %s "$config" > "$dir/procs/$id" 2>/dev/null',
-  '"$@" &',
-  'child=$!',
-  '( n=0; while :; do sleep 0.1;',
-  '    if [ -e "$dir/signals/$id" ]; then sig=$(cat "$dir/signals/$id"); rm -f "$dir/signals/$id" "$dir/procs/$id";',
-  '      kill -s "$sig" -- "-$$" 2>/dev/null || kill -s "$sig" "$child" 2>/dev/null; fi;',
-  '    n=$((n + 1)); [ $((n % 10)) -eq 0 ] && touch "$dir/procs/$id" 2>/dev/null;',
-  '  done ) </dev/null >/dev/null 2>&1 &',
-  'watcher=$!',
-  'wait "$child"; code=$?',
-  'kill "$watcher" 2>/dev/null',
-  'rm -f "$dir/procs/$id" "$dir/signals/$id"',
-  'exit "$code"',
-].join('\n');
 
 const signalNames: Record<string, 'KILL' | 'TERM'> = {
   SIGNAL_SIGKILL: 'KILL',
@@ -160,6 +131,10 @@ export class E2bEnvd {
         throw new ConnectError('invalid_argument', `envs: ${env.error.issues[0]?.message ?? 'invalid'}`);
       const size = ptySizeOf(request.pty);
       const cwd = envdPath(request.process.cwd ?? e2bHome);
+      // A command without stdin or a terminal is a streamed exec (no process kept for it: the fast path,
+      // docs/e2b.md); only one with stdin or a pty is an interactive process, which can be attached again.
+      if (request.stdin !== true && size === undefined)
+        return await this.#execStart(principal, id, request, env.data, cwd, deadlineMs, cancelled);
       const interactive = await this.#deps.processes
         .startAttached(
           principal,
@@ -179,8 +154,6 @@ export class E2bEnvd {
           cancelled,
         )
         .catch((error: unknown) => {
-          // A pool without interactive processes serves what it can through exec: not stdin, not a pty.
-          if (notOffered(error) && size === undefined && request.stdin !== true) return undefined;
           if (notOffered(error))
             throw new ConnectError(
               'unimplemented',
@@ -188,10 +161,7 @@ export class E2bEnvd {
             );
           throw error;
         });
-      if (interactive !== undefined) {
-        return this.#eventStream(interactive.process.pid, size !== undefined, interactive.produce);
-      }
-      return await this.#execStart(principal, id, request, env.data, cwd, deadlineMs, cancelled);
+      return this.#eventStream(interactive.process.pid, size !== undefined, interactive.produce);
     } catch (error) {
       const { code, message, masked } = connectErrorOf(error);
       if (masked) this.#deps.log.error('E2B process.Start failed', { sandboxId: id, error: String(error) });
@@ -212,7 +182,15 @@ export class E2bEnvd {
     try {
       const request = parseConnect(processConnectSchema, firstEnvelope(body), 'process.Connect');
       const pid = await this.#pidOf(principal, id, request.process);
-      const view = await this.#deps.processes.get(principal, id, pid);
+      const view = await this.#deps.processes.get(principal, id, pid).catch(async (error: unknown) => {
+        // A command started without stdin runs as a streamed exec, whose output goes to its one caller.
+        if ((await this.#processes(principal, id)).some((command) => command.pid === pid))
+          throw new ConnectError(
+            'failed_precondition',
+            `command ${pid} was started without stdin: only a command started with stdin: true (or a terminal) can be attached again (docs/e2b.md)`,
+          );
+        throw error;
+      });
       const produce = await this.#deps.processes.attach(principal, id, pid, cancelled);
       return this.#eventStream(pid, view.pty !== null, produce);
     } catch (error) {
@@ -264,12 +242,9 @@ export class E2bEnvd {
         await produce(async (line) => {
           if ('stream' in line) await send(dataEvent(line, pty));
           else if ('exitCode' in line) {
-            await send({
-              event: {
-                end: { exitCode: line.exitCode, exited: true, status: `exit status ${line.exitCode}` },
-              },
-            });
-            ended = endStream();
+            // The end event and the end of the stream go in one write: one chunk less on every command.
+            const end = { exitCode: line.exitCode, exited: true, status: `exit status ${line.exitCode}` };
+            ended = Buffer.concat([envelope({ event: { end } }), endStream()]);
           } else if ('error' in line) {
             ended = endStream({
               code: connectCodeOf[line.error.code] ?? 'internal',
@@ -315,16 +290,7 @@ export class E2bEnvd {
       principal,
       id,
       {
-        args: [
-          '/bin/sh',
-          '-c',
-          processWrapper,
-          'e2b',
-          String(pid),
-          config,
-          request.process.cmd,
-          ...request.process.args,
-        ],
+        args: wrappedCommand(request.process.cmd, request.process.args, String(pid), config),
         env,
         cwd,
         timeoutSeconds,
@@ -394,16 +360,27 @@ export class E2bEnvd {
         return { entry: await this.#stat(principal, id, destination) };
       }
       case 'process.Process/List': {
-        const interactive = await this.#interactive(principal, id);
-        if (interactive === undefined) return { processes: await this.#processes(principal, id) };
+        // Both kinds: the interactive processes (stdin, terminals) and the commands run as streamed execs.
+        const [interactive, commands] = await Promise.all([
+          this.#interactive(principal, id),
+          this.#processes(principal, id),
+        ]);
         return {
-          processes: interactive
-            .filter((process) => process.exitCode === null)
-            .map((process) => ({
-              pid: process.pid,
-              ...(process.tag !== null && { tag: process.tag }),
-              config: { cmd: process.argv[0] ?? '', args: process.argv.slice(1), envs: {}, cwd: process.cwd },
-            })),
+          processes: [
+            ...(interactive ?? [])
+              .filter((process) => process.exitCode === null)
+              .map((process) => ({
+                pid: process.pid,
+                ...(process.tag !== null && { tag: process.tag }),
+                config: {
+                  cmd: process.argv[0] ?? '',
+                  args: process.argv.slice(1),
+                  envs: {},
+                  cwd: process.cwd,
+                },
+              })),
+            ...commands,
+          ],
         };
       }
       case 'process.Process/SendInput': {
@@ -439,13 +416,12 @@ export class E2bEnvd {
           );
         const pid = request.process.pid;
         const interactive = await this.#interactive(principal, id);
-        if (interactive !== undefined) {
-          // An ended process is not there to signal: kill() answers false, as E2B's does.
-          if (!interactive.some((process) => process.pid === pid && process.exitCode === null))
-            throw new ConnectError('not_found', `no running process with pid ${pid}`);
+        if (interactive?.some((process) => process.pid === pid && process.exitCode === null)) {
           await this.#deps.processes.signal(principal, id, pid, `SIG${signal}`);
           return {};
         }
+        // Otherwise a command run as a streamed exec; an ended one is not there to signal: kill() answers
+        // false, as E2B's does.
         if (!(await this.#processes(principal, id)).some((process) => process.pid === pid)) {
           throw new ConnectError('not_found', `no running command with pid ${pid}`);
         }
@@ -489,7 +465,9 @@ export class E2bEnvd {
     }[] = [];
     for (const entry of entries) {
       const pid = Number(entry.name);
-      if (!Number.isInteger(pid) || now - Date.parse(entry.modifiedAt ?? '') > staleProcessMs) continue;
+      // An empty entry is a command that ended (its wrapper emptied it); a stale one, one whose VM stopped.
+      if (!Number.isInteger(pid) || entry.size === 0) continue;
+      if (now - Date.parse(entry.modifiedAt ?? '') > staleProcessMs) continue;
       const text = await this.#deps.operations.readFile(principal, id, entry.path).catch(() => undefined);
       const config = safeParseJsonText(processConfigSchema, text?.toString('utf8') ?? '');
       if (!config.success) continue;

@@ -7,10 +7,18 @@ import type { SandboxOperations } from '../sandboxes/sandbox-operations.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import { type Authenticator, bearerToken, type OrgPrincipal } from '../tenancy/auth.ts';
 import { codeInterpreterPort, E2bCodeInterpreter } from './code-interpreter.ts';
-import { ConnectError, connectCodes, endStream, parseJson } from './connect-protocol.ts';
-import { type E2bAnswer, E2bControlApi, type E2bControlDeps, e2bError, e2bErrorOf } from './control-api.ts';
-import { connectErrorOf, E2bEnvd } from './envd.ts';
+import { ConnectError, connectCodes, endStream, firstEnvelope, parseJson } from './connect-protocol.ts';
+import {
+  type E2bAnswer,
+  E2bControlApi,
+  type E2bControlDeps,
+  e2bError,
+  e2bErrorOf,
+  parseBody,
+} from './control-api.ts';
+import { connectErrorOf, E2bEnvd, envdPath } from './envd.ts';
 import { e2bPrefix } from './surface.ts';
+import { watchDir, watchDirSchema } from './watch-dir.ts';
 
 /** envd's port, the one E2B SDKs address (code-interpreter's is 49999; previews are not served). */
 const envdPort = '49983';
@@ -67,6 +75,7 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
       if (action === '/timeout' && method === 'POST')
         return control.setTimeout(principal, id, parseJsonBody(request));
       if (action === '/pause' && method === 'POST') return control.pause(principal, id);
+      if (action === '/metrics' && method === 'GET') return control.metrics(principal, id);
       if (action === '/connect' && method === 'POST')
         return control.connect(principal, id, key, parseJsonBody(request));
     }
@@ -153,6 +162,19 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
           principal,
           sandboxId,
           request.body ?? Buffer.alloc(0),
+          request.signal,
+        );
+        return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };
+      }
+      if (path === '/filesystem.Filesystem/WatchDir' && method === 'POST') {
+        const watch = parseBody(watchDirSchema, firstEnvelope(request.body ?? Buffer.alloc(0)), 'WatchDir');
+        const deadline = request.headers['connect-timeout-ms'];
+        const stream = await watchDir(
+          deps.sandboxes,
+          principal,
+          sandboxId,
+          { path: envdPath(watch.path), recursive: watch.recursive === true },
+          deadline === undefined ? undefined : Number(deadline),
           request.signal,
         );
         return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };

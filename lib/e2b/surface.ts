@@ -9,10 +9,11 @@ export const e2bPrefix = '/e2b';
 
 /**
  * The facade's routes on the response-streaming function: envd's process.Start and Connect (a process's
- * output) and the code interpreter's execute (a cell's messages as they come).
+ * output), WatchDir (a folder's events) and the code interpreter's execute (a cell's messages as they come).
  */
 export const e2bStreamedRoutes: readonly StreamedRoute[] = [
   { method: 'POST', path: `${e2bPrefix}/process.Process/Start` },
   { method: 'POST', path: `${e2bPrefix}/process.Process/Connect` },
+  { method: 'POST', path: `${e2bPrefix}/filesystem.Filesystem/WatchDir` },
   { method: 'POST', path: `${e2bPrefix}/execute` },
 ];

@@ -46,6 +46,8 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       expect(differently).toBeUndefined();
       const result = await sandbox.commands.run('echo $GREETING; echo oops >&2');
       expect(result).toMatchObject({ exitCode: 0, stdout: 'hello\n', stderr: 'oops\n' });
+      // Run in E2B's login shell as written: no positional parameters, the shell as $0.
+      expect((await sandbox.commands.run('echo "$# $0"')).stdout).toBe('0 /bin/bash\n');
       await expect(sandbox.commands.run('exit 3')).rejects.toBeInstanceOf(CommandExitError);
       await expect(sandbox.commands.run('exit 3')).rejects.toMatchObject({ exitCode: 3 });
       const seen: string[] = [];
@@ -197,6 +199,71 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     }
   });
 
+  it('watches a folder (create, write, remove, rename; recursive or not) and measures the sandbox', async () => {
+    const sandbox = await Sandbox.create({ apiKey });
+    try {
+      await sandbox.files.makeDir('/home/user/watched/nested');
+      await sandbox.files.write('/home/user/watched/old.txt', 'x');
+      const seen: { name: string; type: string }[] = [];
+      const handle = await sandbox.files.watchDir('/home/user/watched', (event) => {
+        seen.push({ name: event.name, type: event.type });
+      });
+      await sandbox.files.write('/home/user/watched/new.txt', 'hello');
+      await sandbox.files.write('/home/user/watched/nested/deep.txt', 'not watched: not recursive');
+      await sandbox.commands.run('echo more >> /home/user/watched/old.txt');
+      await sandbox.files.rename('/home/user/watched/old.txt', '/home/user/watched/renamed.txt');
+      await sandbox.files.write('/home/user/watched/gone.txt', 'x');
+      await expect
+        .poll(() => seen, { timeout: 15_000 })
+        .toEqual(expect.arrayContaining([{ name: 'gone.txt', type: 'create' }]));
+      await sandbox.files.remove('/home/user/watched/gone.txt');
+      await expect
+        .poll(() => seen, { timeout: 15_000 })
+        .toEqual(
+          expect.arrayContaining([
+            { name: 'new.txt', type: 'create' },
+            { name: 'old.txt', type: 'rename' },
+            { name: 'renamed.txt', type: 'create' },
+            { name: 'gone.txt', type: 'remove' },
+          ]),
+        );
+      expect(seen.some((event) => event.name.includes('deep.txt'))).toBe(false);
+      await handle.stop();
+      const recursive: { name: string; type: string }[] = [];
+      const deep = await sandbox.files.watchDir(
+        'watched',
+        (event) => {
+          recursive.push({ name: event.name, type: event.type });
+        },
+        { recursive: true },
+      );
+      await sandbox.commands.run('echo changed >> /home/user/watched/nested/deep.txt');
+      await expect
+        .poll(() => recursive, { timeout: 15_000 })
+        .toEqual(expect.arrayContaining([{ name: 'nested/deep.txt', type: 'write' }]));
+      await deep.stop();
+      await expect(sandbox.files.watchDir('/home/user/no-such-folder', () => undefined)).rejects.toThrow(
+        /not a directory/,
+      );
+      const [metric, ...more] = await sandbox.getMetrics();
+      expect(more).toEqual([]);
+      expect(metric).toMatchObject({
+        cpuCount: expect.any(Number),
+        cpuUsedPct: expect.any(Number),
+        memUsed: expect.any(Number),
+        memTotal: expect.any(Number),
+        diskUsed: expect.any(Number),
+        diskTotal: expect.any(Number),
+      });
+      expect(metric?.cpuCount).toBeGreaterThanOrEqual(1);
+      expect(metric?.memTotal).toBeGreaterThan(metric?.memUsed ?? 0);
+      expect(metric?.diskTotal).toBeGreaterThan(0);
+      expect(Math.abs((metric?.timestamp.getTime() ?? 0) - Date.now())).toBeLessThan(60_000);
+    } finally {
+      await sandbox.kill();
+    }
+  });
+
   it('refuses what it does not offer, naming it: create options, an unknown template, a process that never ran', async () => {
     await expect(
       Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause', autoResume: false } }),
@@ -208,16 +275,23 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       // Interactive calls are served (the devhost pool has exec.stdin and exec.pty); a pid that never ran
       // is not_found, never a hang.
       await expect(sandbox.commands.sendStdin(1234, 'x')).rejects.toThrow(/1234/);
-      // A streamed call not served answers Connect's unimplemented naming it (an HTTP 400 would read as
-      // "internal" in the SDK).
-      const watching = await sandbox.files
-        .watchDir('/home/user', () => undefined)
-        .then(
-          () => undefined,
-          (error: unknown) => error as Error,
-        );
-      expect(watching?.message).toMatch(/unimplemented.*WatchDir|WatchDir.*not offered/i);
-      expect(watching?.message).not.toMatch(/internal/i);
+      // A streamed call not served answers Connect's streaming shape (200, the error in the end-stream
+      // envelope) naming it: an HTTP 400 would read as "internal" in the SDK.
+      const unserved = await fetch(`${e.runtime.url}/e2b/filesystem.Filesystem/WatchEverything`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/connect+json',
+          'e2b-sandbox-id': sandbox.sandboxId,
+          'x-access-token': (sandbox as unknown as { envdAccessToken: string }).envdAccessToken,
+        },
+        body: Buffer.concat([Buffer.from([0, 0, 0, 0, 2]), Buffer.from('{}')]),
+      });
+      expect(unserved.status).toBe(200);
+      const end = Buffer.from(await unserved.arrayBuffer());
+      expect(end[0]).toBe(2);
+      expect(JSON.parse(end.subarray(5).toString())).toMatchObject({
+        error: { code: 'unimplemented', message: expect.stringContaining('WatchEverything') },
+      });
     } finally {
       await sandbox.kill();
     }
@@ -374,6 +448,8 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
         args: ['-l', '-c', 'sh -c "sleep 300; echo never"'],
         cwd: '/home/user',
       });
+      // Run without stdin, it is a streamed exec (the fast path): its one caller has its output.
+      await expect(sandbox.commands.connect(handle.pid)).rejects.toThrow(/started without stdin/);
       expect(await sandbox.commands.kill(handle.pid)).toBe(true);
       const ended = await handle.wait().catch((error: unknown) => error);
       expect(ended).toMatchObject({ exitCode: 137 });

@@ -10,7 +10,7 @@ import { expectError } from '../helpers/http-client.ts';
 
 /**
  * Sandbox operations over HTTP on the local runtime, on the fake pool (every optional interface) and the
- * devhost pool (files and stop/start; no pause, snapshots or ports).
+ * devhost pool (files, stop/start and pause/resume; no memory snapshots or ports).
  */
 describe('sandbox operations over HTTP', () => {
   const fake = new FakeAdapter();
@@ -71,20 +71,23 @@ describe('sandbox operations over HTTP', () => {
     expect(b.status).toBe('running');
   });
 
-  it('pause makes exec and files 409 with the status; resume brings them back', async () => {
-    const s = await running('fake');
-    expect((await api.post(`/v1/sandboxes/${s.id}/pause`, key)).status).toBe(200);
-    const refused = expectError(
-      await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' }),
-      409,
-      'invalid_state',
-    );
-    expect(refused.error.details).toEqual({ status: 'paused' });
-    expectError(await api.get(`/v1/sandboxes/${s.id}/files?path=/`, key), 409, 'invalid_state');
-    expect((await api.post(`/v1/sandboxes/${s.id}/resume`, key)).status).toBe(200);
-    expect((await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' })).status).toBe(200);
-    await destroy(s.id);
-  });
+  it.each(['fake', 'local'])(
+    'pause makes exec and files 409 with the status; resume brings them back (%s)',
+    async (pool) => {
+      const s = await running(pool);
+      expect((await api.post(`/v1/sandboxes/${s.id}/pause`, key)).status).toBe(200);
+      const refused = expectError(
+        await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' }),
+        409,
+        'invalid_state',
+      );
+      expect(refused.error.details).toEqual({ status: 'paused' });
+      expectError(await api.get(`/v1/sandboxes/${s.id}/files?path=/`, key), 409, 'invalid_state');
+      expect((await api.post(`/v1/sandboxes/${s.id}/resume`, key)).status).toBe(200);
+      expect((await api.post(`/v1/sandboxes/${s.id}/exec`, key, { command: 'true' })).status).toBe(200);
+      await destroy(s.id);
+    },
+  );
 
   it('snapshot then restore sees the file; fork sees it and inherits env and labels; maxSnapshots holds', async () => {
     const parent = await running('fake', { env: { MODE: 'parent' }, labels: { team: 'x' } });
@@ -196,7 +199,6 @@ describe('sandbox operations over HTTP', () => {
   it('answers 501 with operation, pool and adapter on a pool without the feature', async () => {
     const s = await running('local');
     for (const [path, body] of [
-      [`/v1/sandboxes/${s.id}/pause`, undefined],
       [`/v1/sandboxes/${s.id}/snapshots`, { kind: 'memory' }],
       [`/v1/sandboxes/${s.id}/ports`, { port: 8080 }],
     ] as const) {

@@ -226,7 +226,7 @@ describe('the CDK app', () => {
     });
   });
 
-  it("streams exactly the exec and process attach routes, the MCP endpoint and the E2B facade's process.Start, Connect and the code interpreter's execute (POST), as the local runtime routes them", () => {
+  it("streams exactly the exec and process attach routes, the MCP endpoint and the E2B facade's process.Start, Connect, WatchDir and the code interpreter's execute (POST), as the local runtime routes them", () => {
     const streamed = Object.values(resources).filter(
       (r) =>
         r.Type === 'AWS::ApiGateway::Method' &&
@@ -243,6 +243,7 @@ describe('the CDK app', () => {
       streamed.map((m) => `${String(m.Properties.HttpMethod)} ${pathOf(m.Properties.ResourceId)}`).sort(),
     ).toEqual([
       'POST /e2b/execute',
+      'POST /e2b/filesystem.Filesystem/WatchDir',
       'POST /e2b/process.Process/Connect',
       'POST /e2b/process.Process/Start',
       'POST /v1/mcp',

@@ -10,6 +10,7 @@ describe('the streamed routes, from the route declarations', () => {
       'POST /v1/mcp',
       'POST /e2b/process.Process/Start',
       'POST /e2b/process.Process/Connect',
+      'POST /e2b/filesystem.Filesystem/WatchDir',
       'POST /e2b/execute',
     ]);
   });
