@@ -4,6 +4,7 @@ import type { SandboxService } from '../sandboxes/service.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import * as z from '../zod.ts';
 import { ConnectError, endStream, envelope } from './connect-protocol.ts';
+import { e2bHome } from './envd.ts';
 
 /**
  * envd's filesystem.WatchDir through the streamed exec every pool has: a POSIX sh watcher in the sandbox
@@ -16,6 +17,8 @@ import { ConnectError, endStream, envelope } from './connect-protocol.ts';
  */
 const watcherScript = `
 dir=$1; recursive=$2
+# E2B's home is there in every E2B sandbox: made here if nothing made it yet.
+[ "$3" = home ] && [ ! -d "$dir" ] && mkdir -p "$dir" 2>/dev/null
 [ -d "$dir" ] || { echo "E"; exit 66; }
 # A watcher killed outright (its call's end) leaves its state behind: a live one touches it every 0.2 s.
 find /tmp/. ! -name . -prune -name '.e2b-watch.*' -mmin +1 -exec rm -rf {} + 2>/dev/null
@@ -90,7 +93,15 @@ export async function watchDir(
     principal,
     id,
     {
-      args: ['/bin/sh', '-c', watcherScript, 'watch', request.path, request.recursive ? '1' : '0'],
+      args: [
+        '/bin/sh',
+        '-c',
+        watcherScript,
+        'watch',
+        request.path,
+        request.recursive ? '1' : '0',
+        request.path === e2bHome ? 'home' : '',
+      ],
       timeoutSeconds,
     },
     cancelled,

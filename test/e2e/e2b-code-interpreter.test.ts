@@ -1,5 +1,9 @@
 import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { NotFoundError, type Result, Sandbox, TimeoutError } from '@e2b/code-interpreter';
+import { interpreter } from '@llamaindex/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orgKey, pointE2bAt } from '../helpers/e2b-keys.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
@@ -184,6 +188,45 @@ describe('the code interpreter, driven by @e2b/code-interpreter', () => {
     const again = await Sandbox.connect(sandbox.sandboxId, { apiKey });
     expect((await again.getInfo()).state).toBe('running');
     expect((await again.runCode('x')).text).toBe('41');
+  });
+
+  it("serves LlamaIndex's interpreter tool (@llamaindex/tools 0.2.1) unmodified: files uploaded, the cell's figure saved", async () => {
+    const work = await mkdtemp(join(tmpdir(), 'llamaindex-'));
+    try {
+      const uploadedFilesDir = join(work, 'uploaded');
+      const outputDir = join(work, 'output');
+      await mkdir(uploadedFilesDir);
+      await writeFile(join(uploadedFilesDir, 'data.csv'), 'x,y\n1,2\n3,4\n');
+      const before = new Set((await Sandbox.list({ apiKey }).nextItems()).map((info) => info.sandboxId));
+      // The tool saves only under a relative folder (its own rule): the temporary one, from here.
+      const tool = interpreter({ apiKey, outputDir: relative(process.cwd(), outputDir), uploadedFilesDir });
+      const plots = hasMatplotlib() || process.env.CI !== undefined;
+      const code = [
+        'import csv',
+        'rows = list(csv.reader(open("data.csv")))',
+        ...(plots ? ['import matplotlib.pyplot as plt', 'plt.plot([1, 2, 3])', 'plt.show()'] : []),
+        'len(rows)',
+      ].join('\n');
+      const answer = (await tool.call({ code })) as {
+        isError: boolean;
+        text: string;
+        extraResult: { type: string; filename?: string }[];
+      };
+      expect(answer).toMatchObject({ isError: false, text: '3' });
+      if (plots) {
+        expect(answer.extraResult).toEqual([expect.objectContaining({ type: 'png' })]);
+        const [saved] = await readdir(outputDir);
+        expect(saved).toBe(answer.extraResult[0]?.filename);
+        expect((await readFile(join(outputDir, saved ?? ''))).subarray(1, 4).toString()).toBe('PNG');
+      }
+      const failed = (await tool.call({ code: 'raise ValueError("no")' })) as { isError: boolean };
+      expect(failed.isError).toBe(true);
+      // The tool leaves its sandboxes running: end them.
+      for (const info of await Sandbox.list({ apiKey }).nextItems())
+        if (!before.has(info.sandboxId)) await Sandbox.kill(info.sandboxId, { apiKey });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   });
 
   it('refuses a language it has no kernel for, and another sandbox or no token', async () => {

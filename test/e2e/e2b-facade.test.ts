@@ -309,6 +309,32 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
   ];
 
   it.each(interactiveSdks)(
+    'SDK %s: watchDir, getMetrics, the default user and root refused, a timeout under 60 s refused',
+    async (_version, Sdk) => {
+      await expect(
+        (Sdk as unknown as { create(opts: object): Promise<Sandbox> }).create({ apiKey, timeoutMs: 10_000 }),
+      ).rejects.toThrow(/shorter than the shortest sandbox lifetime/);
+      const sandbox = await Sdk.create({ apiKey });
+      try {
+        const seen: string[] = [];
+        const handle = await sandbox.files.watchDir('/home/user', (event) => {
+          seen.push(`${event.type}:${event.name}`);
+        });
+        await sandbox.files.write('/home/user/seen.txt', 'x');
+        await expect.poll(() => seen, { timeout: 15_000 }).toContain('create:seen.txt');
+        await handle.stop();
+        const metrics = await sandbox.getMetrics();
+        expect(metrics).toHaveLength(1);
+        expect(metrics[0]?.memTotal).toBeGreaterThan(0);
+        expect((await sandbox.commands.run('id -u', { user: 'user' })).stdout).toBe('1000\n');
+        await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(/acting as root/);
+      } finally {
+        await sandbox.kill();
+      }
+    },
+  );
+
+  it.each(interactiveSdks)(
     'SDK %s: stdin after start, closeStdin, connect from a new client, a terminal with resize',
     async (_version, Sdk) => {
       const sandbox = await Sdk.create({ apiKey });
