@@ -162,6 +162,21 @@ export const configSchema = z
          * default) and the capabilities its sandboxes ask for, such as `exec.stdin` for
          * `code-interpreter-v1`, whose kernel is an interactive process (docs/e2b.md).
          */
+        /**
+         * The domain under which `<port>-<sandboxId>.<domain>` reaches a sandbox (getHost, signed file URLs,
+         * envd without E2B_SANDBOX_URL): answered as each sandbox's `domain`; its hosts must reach this API
+         * (on AWS a wildcard custom domain, docs/deploy.md). Unset: hosts are not routed, domain is null.
+         */
+        sandboxDomain: z.optional(
+          z
+            .string()
+            .check(
+              z.regex(
+                /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+(:\d{1,5})?$/,
+                'a lower-case domain name, with a :port if the API listens on one',
+              ),
+            ),
+        ),
         templates: z._default(
           z.record(
             z.string().check(z.minLength(1), z.maxLength(128)),

@@ -1,5 +1,5 @@
 import type { Config } from './config.ts';
-import { e2bPrefix, e2bStreamedRoutes } from './e2b/surface.ts';
+import { e2bPrefix, e2bStreamedRoutes, sandboxHostMatcher } from './e2b/surface.ts';
 import { createRouter } from './http/router.ts';
 import { type RouteDeps, restRoutes } from './http/routes/index.ts';
 import { openApiRoute } from './http/routes/system.ts';
@@ -93,15 +93,26 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       authenticator,
       templates: deps.config.templates.map((template) => template.name),
       templateMap: deps.config.e2b.templates,
+      sandboxDomain: deps.config.e2b.sandboxDomain,
       createWaitMs: deps.config.api.e2bCreateWaitSeconds * 1000,
       allowedPools: deps.config.e2b.allowedPools,
       log: deps.log,
     }),
   );
-  const handleHttp = async (request: HttpRequest) =>
-    request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
+  const sandboxHost = sandboxHostMatcher(deps.config.e2b.sandboxDomain);
+  const handleHttp = async (request: HttpRequest) => {
+    // `<port>-<sandboxId>.<domain>`: the facade's header routing, from the host.
+    const host = sandboxHost(request.headers.host);
+    if (host !== undefined)
+      return (await e2bFacade())({
+        ...request,
+        path: `${e2bPrefix}${request.path}`,
+        headers: { ...request.headers, 'e2b-sandbox-id': host.sandboxId, 'e2b-sandbox-port': host.port },
+      });
+    return request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
       ? (await e2bFacade())(request)
       : handleApi(request);
+  };
   const streamedRoutes = [...streamedRoutesOf(routes), ...e2bStreamedRoutes];
   return { ...deps, tenancy, sandboxes, operations, poolAdmin, routes, streamedRoutes, handleHttp };
 }

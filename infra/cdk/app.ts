@@ -64,7 +64,22 @@ export function buildApp(app: App, options: { skipAcknowledgements?: boolean } =
   const reserved = contextString(app, 'reconcileReservedConcurrency');
   if (reserved !== undefined && !/^[1-9][0-9]*$/.test(reserved))
     throw new SynthConfigError(`reconcileReservedConcurrency must be a positive integer, not ${reserved}`);
+  const certificateArn = contextString(app, 'sandboxDomainCertificateArn');
+  const zoneId = contextString(app, 'sandboxDomainHostedZoneId');
+  const zoneName = contextString(app, 'sandboxDomainHostedZoneName');
+  if ((zoneId === undefined) !== (zoneName === undefined))
+    throw new SynthConfigError('give sandboxDomainHostedZoneId and sandboxDomainHostedZoneName together');
+  if (config.e2b.sandboxDomain !== undefined && certificateArn === undefined)
+    throw new SynthConfigError(
+      `e2b.sandboxDomain ${config.e2b.sandboxDomain} needs -c sandboxDomainCertificateArn=<an ACM certificate for *.${config.e2b.sandboxDomain}>`,
+    );
   const stack = new ControlPlaneStack(app, 'Differently', {
+    ...(certificateArn !== undefined && {
+      sandboxDomain: {
+        certificateArn,
+        ...(zoneId !== undefined && zoneName !== undefined && { hostedZone: { id: zoneId, name: zoneName } }),
+      },
+    }),
     config,
     configFile,
     description: 'Differently: a sandbox control plane',

@@ -14,6 +14,7 @@ import { ControlPlaneFunction } from './constructs/control-plane-function.ts';
 import { grantLambdaMicrovmsPools } from './constructs/lambda-microvms-access.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { PublicApi } from './constructs/public-api.ts';
+import { SandboxDomain } from './constructs/sandbox-domain.ts';
 import { Schedules } from './constructs/schedules.ts';
 import { StateTable } from './constructs/state-table.ts';
 import { WorkQueues } from './constructs/work-queues.ts';
@@ -51,6 +52,14 @@ export interface ControlPlaneStackProps extends StackProps {
    * @default none
    */
   readonly reconcileReservedConcurrency?: number;
+  /**
+   * For config e2b.sandboxDomain (docs/deploy.md "Sandbox hosts"): an ACM certificate for `*.<domain>` in
+   * the stack's region, and optionally the domain's Route 53 hosted zone, where the wildcard record is made.
+   */
+  readonly sandboxDomain?: {
+    readonly certificateArn: string;
+    readonly hostedZone?: { id: string; name: string } | undefined;
+  };
 }
 
 /** The control plane: a thin composition of one construct per concern. */
@@ -231,6 +240,23 @@ export class ControlPlaneStack extends Stack {
       streamHandler: apiStream.fn,
       streamedRoutes: declaredStreamedRoutes(),
     });
+    const sandboxDomainName = props.config.e2b.sandboxDomain;
+    if (sandboxDomainName !== undefined) {
+      if (sandboxDomainName.includes(':'))
+        throw new Error(
+          `e2b.sandboxDomain ${sandboxDomainName}: a deployed API listens on 443, name no port`,
+        );
+      if (props.sandboxDomain === undefined)
+        throw new Error(
+          `e2b.sandboxDomain ${sandboxDomainName} needs a certificate for *.${sandboxDomainName}: -c sandboxDomainCertificateArn=arn:aws:acm:...`,
+        );
+      new SandboxDomain(this, 'SandboxDomain', {
+        api: this.api.api,
+        domainName: sandboxDomainName,
+        certificateArn: props.sandboxDomain.certificateArn,
+        hostedZone: props.sandboxDomain.hostedZone,
+      });
+    }
     const schedules = new Schedules(this, 'Schedules', {
       sweep: sweep.fn,
       reconcile: reconcile.fn,

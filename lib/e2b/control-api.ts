@@ -33,6 +33,8 @@ export interface E2bControlDeps {
   createWaitMs: number;
   /** The pools E2B creates are placed among (config e2b.allowedPools); undefined: every permitted pool. */
   allowedPools: readonly string[] | undefined;
+  /** Where `<port>-<sandboxId>.<domain>` reaches a sandbox (config e2b.sandboxDomain): each sandbox's `domain`. */
+  sandboxDomain: string | undefined;
 }
 
 /** The envd version the facade claims: the SDK turns features on and off by it (docs/e2b.md). */
@@ -277,7 +279,7 @@ export class E2bControlApi {
       envdAccessToken: sandboxToken(apiKey, sandbox.id),
       // Sent by @e2b/code-interpreter on its context calls, which carry no X-Access-Token: the same token.
       trafficAccessToken: sandboxToken(apiKey, sandbox.id),
-      domain: null,
+      domain: this.#deps.sandboxDomain ?? null,
     };
   }
 
@@ -296,7 +298,7 @@ export class E2bControlApi {
       diskSizeMB: sandbox.resources.diskGiB * 1024,
       envdVersion,
       metadata: tenantLabels(sandbox.labels),
-      domain: null,
+      domain: this.#deps.sandboxDomain ?? null,
     };
   }
 }

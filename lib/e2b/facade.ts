@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError, errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
@@ -32,6 +33,7 @@ export interface E2bFacadeDeps {
   authenticator: Authenticator;
   templates: readonly string[];
   templateMap: E2bControlDeps['templateMap'];
+  sandboxDomain: string | undefined;
   createWaitMs: number;
   allowedPools: readonly string[] | undefined;
   log: Log;
@@ -128,22 +130,67 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
     }
   }
 
+  /**
+   * A port of the sandbox other than envd's (`getHost(port)`, E2B Embed's header routing): a redirect to
+   * the backend's own URL for it, path and query kept (307, so a POST stays one). Public to whoever has
+   * the sandbox's id, as E2B's ports are; nothing of the control plane is reachable through it.
+   */
+  async function portPreview(
+    request: HttpRequest,
+    path: string,
+    sandboxId: string,
+    port: string,
+  ): Promise<HttpResponse> {
+    try {
+      const number = Number(port);
+      if (!/^\d{1,5}$/.test(port) || number < 1 || number > 65_535)
+        throw errors.invalidRequest(`port ${port} is not a port number`);
+      const { url } = await deps.operations.previewUrl(sandboxId, number);
+      const target = new URL(url);
+      target.pathname = `${target.pathname.replace(/\/$/, '')}${path}`;
+      for (const [name, value] of Object.entries(request.query)) target.searchParams.set(name, value);
+      return { status: 307, headers: { location: target.toString(), 'cache-control': 'no-store' }, body: '' };
+    } catch (error) {
+      const { answer, masked } = e2bErrorOf(error);
+      if (masked) deps.log.error('E2B port preview failed', { port, error: describeError(error) });
+      return answerOf(answer);
+    }
+  }
+
+  /**
+   * E2B's signed file URL (uploadUrl, downloadUrl): `signature` is v1_ and the base64 SHA-256 of
+   * `path:operation:user:token[:expiration]` (the SDK's src/sandbox/signature.ts), over one of the
+   * sandbox's tokens, which the URL does not carry; it holds for that path and operation only, until its
+   * expiration when it has one.
+   */
+  async function signedFileCaller(request: HttpRequest, sandboxId: string): Promise<OrgPrincipal> {
+    const { signature = '', signature_expiration: expiration, path = '', username = '' } = request.query;
+    if (expiration !== undefined && !(Number(expiration) * 1000 > Date.now()))
+      throw errors.unauthenticated('the signed URL has expired');
+    const operation = request.method.toUpperCase() === 'GET' ? 'read' : 'write';
+    const record = await deps.operations.findForSignedUrl(sandboxId);
+    return deps.authenticator.authenticateSigned(record.orgId, sandboxId, (token) => {
+      const raw = `${path}:${operation}:${username}:${token}${expiration === undefined ? '' : `:${expiration}`}`;
+      const expected = `v1_${createHash('sha256').update(raw).digest('base64').replace(/=+$/, '')}`;
+      return (
+        expected.length === signature.length && timingSafeEqual(Buffer.from(expected), Buffer.from(signature))
+      );
+    });
+  }
+
   async function envdCall(request: HttpRequest, path: string, sandboxId: string): Promise<HttpResponse> {
     const port = request.headers['e2b-sandbox-port'] ?? envdPort;
     if (port === codeInterpreterPort) return codeInterpreterCall(request, path, sandboxId);
+    if (port !== envdPort) return portPreview(request, path, sandboxId, port);
     const unary = /^\/((?:process\.Process|filesystem\.Filesystem)\/[A-Za-z]+)$/.exec(path)?.[1];
     const isRpc = unary !== undefined;
     try {
-      if (port !== envdPort) {
-        throw errors.unsupportedOperation(
-          `port ${port} of a sandbox (only envd, ${envdPort}, is served)`,
-          {},
-        );
-      }
-      const principal: OrgPrincipal = await deps.authenticator.authenticateSandbox(
-        request.headers['x-access-token'],
-        sandboxId,
-      );
+      const principal: OrgPrincipal =
+        request.headers['x-access-token'] === undefined &&
+        request.query.signature !== undefined &&
+        path === '/files'
+          ? await signedFileCaller(request, sandboxId)
+          : await deps.authenticator.authenticateSandbox(request.headers['x-access-token'], sandboxId);
       requireSandboxUser(userOf(request));
       const method = request.method.toUpperCase();
       if (path === '/process.Process/Start' && method === 'POST') {

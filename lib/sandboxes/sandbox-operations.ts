@@ -12,7 +12,7 @@ import { newId } from '../ids.ts';
 import { describeError } from '../log.ts';
 import type { Snapshot } from '../schemas/sandbox-operations.ts';
 import type { LifecycleAction } from '../schemas/sandbox-parts.ts';
-import type { SandboxStatus } from '../schemas/sandbox-status.ts';
+import { isTerminal, type SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import { encodeCursor } from '../store/cursor.ts';
 import type { Page, PageRequest } from '../store/page.ts';
@@ -150,6 +150,30 @@ export class SandboxOperations {
     return {
       url: await adapter.exposePort(record.backendRef ?? '', port, { signal: AbortSignal.timeout(30_000) }),
     };
+  }
+
+  /**
+   * The backend's URL for a port of a sandbox named by id alone: the E2B facade's public port previews
+   * (`<port>-<id>.<domain>`, as E2B's are public to whoever has the sandbox's id). Only a running sandbox
+   * on a pool that exposes ports has one; any other is the same not_found, so the id is all it reveals.
+   */
+  /** A live sandbox named by id alone, for a signed URL's check (which then names the caller): not_found otherwise. */
+  async findForSignedUrl(id: string): Promise<SandboxRecord> {
+    const record = await this.#deps.store.findSandbox(id);
+    if (record === undefined || isTerminal(record.status)) throw errors.notFound('sandbox', id);
+    return record;
+  }
+
+  async previewUrl(id: string, port: number): Promise<{ url: string; record: SandboxRecord }> {
+    const record = await this.#deps.store.findSandbox(id);
+    if (record === undefined || record.pool === null || record.backendRef === null)
+      throw errors.notFound('sandbox', id);
+    requireStatus(record, ['running'], 'reach a port of it');
+    await this.#deps.pools.ensure(record.pool);
+    const adapter = this.#adapterWith(record, 'ports.expose', 'expose a port');
+    if (!isPortExposer(adapter)) throw this.#unsupported(record, adapter, 'expose a port');
+    const url = await adapter.exposePort(record.backendRef, port, { signal: AbortSignal.timeout(20_000) });
+    return { url, record };
   }
 
   /**

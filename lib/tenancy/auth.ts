@@ -104,7 +104,20 @@ export interface Authenticator {
   ): Promise<{ principal: Principal; along: ReadAlongResult }>;
   /** The caller a sandbox token (`sandboxToken`) stands for, only for the sandbox it names. */
   authenticateSandbox(token: string | undefined, sandboxId: string): Promise<OrgPrincipal>;
+  /**
+   * The caller behind a URL signed with one of the sandbox's tokens, which the URL does not carry (E2B's
+   * signed file URLs hold only a hash over it): each active key of the sandbox's org is tried, up to
+   * maxSigningKeys, for the token `accepts`.
+   */
+  authenticateSigned(
+    orgId: string,
+    sandboxId: string,
+    accepts: (token: string) => boolean,
+  ): Promise<OrgPrincipal>;
 }
+
+/** The org keys a signed URL is checked against, at most: an org with more should sign with a recent one. */
+export const maxSigningKeys = 200;
 
 /** Keys whose org this container remembers; past it, the memory starts over (a miss costs a round trip). */
 const rememberedKeys = 10_000;
@@ -141,6 +154,27 @@ export function createAuthenticator(store: TenancyStore, adminKey: string | unde
         role: record.role,
         projectId: record.projectId,
       };
+    },
+    async authenticateSigned(orgId, sandboxId, accepts) {
+      let cursor: string | undefined;
+      let tried = 0;
+      do {
+        const page = await store.listKeys(orgId, { cursor, limit: 100 });
+        for (const record of page.items) {
+          if (record.revokedAt !== null || record.role === 'admin') continue;
+          if (accepts(`${record.id}.${sandboxTokenMac(record.secretHash, sandboxId)}`))
+            return {
+              kind: 'org',
+              orgId: record.orgId,
+              keyId: record.id,
+              role: record.role,
+              projectId: record.projectId,
+            };
+          tried += 1;
+        }
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor !== undefined && tried < maxSigningKeys);
+      throw errors.unauthenticated('the signature is not valid for this sandbox and path');
     },
     async authenticate(authorization, along) {
       const presented = bearerToken(authorization);

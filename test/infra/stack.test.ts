@@ -246,6 +246,10 @@ describe('the CDK app', () => {
       'POST /e2b/filesystem.Filesystem/WatchDir',
       'POST /e2b/process.Process/Connect',
       'POST /e2b/process.Process/Start',
+      'POST /execute',
+      'POST /filesystem.Filesystem/WatchDir',
+      'POST /process.Process/Connect',
+      'POST /process.Process/Start',
       'POST /v1/mcp',
       'POST /v1/sandboxes/{id}/exec',
       'POST /v1/sandboxes/{id}/processes/{pid}/attach',
@@ -500,6 +504,36 @@ describe('synth-time checks', () => {
     );
     const bounded = synth({ pools: [{ ...pool, maxConcurrency: 20 }] }).stack;
     Annotations.fromStack(bounded).hasNoWarning('*', Match.stringLikeRegexp('maxConcurrency'));
+  });
+
+  it("routes the sandboxes' hosts: a wildcard custom domain on the API, mapped at the root, its record in the zone", () => {
+    const certificateArn =
+      'arn:aws:acm:us-east-1:111111111111:certificate/00000000-0000-0000-0000-000000000000';
+    const config = { pools: [], e2b: { sandboxDomain: 'sbx.example.com' } };
+    expect(() => synth(config)).toThrow(/needs -c sandboxDomainCertificateArn/);
+    const { template: withDomain } = synth(config, {
+      sandboxDomainCertificateArn: certificateArn,
+      sandboxDomainHostedZoneId: 'Z0000000000000000000',
+      sandboxDomainHostedZoneName: 'example.com',
+    });
+    withDomain.hasResourceProperties('AWS::ApiGateway::DomainName', {
+      DomainName: '*.sbx.example.com',
+      RegionalCertificateArn: certificateArn,
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+      SecurityPolicy: 'TLS_1_2',
+    });
+    withDomain.resourceCountIs('AWS::ApiGateway::BasePathMapping', 1);
+    withDomain.hasResourceProperties('AWS::Route53::RecordSet', {
+      Name: '*.sbx.example.com.',
+      Type: 'A',
+      HostedZoneId: 'Z0000000000000000000',
+    });
+    // Without a zone the record is the operator's: its target is an output.
+    const { template: noZone } = synth(config, { sandboxDomainCertificateArn: certificateArn });
+    noZone.resourceCountIs('AWS::Route53::RecordSet', 0);
+    expect(Object.keys(noZone.findOutputs('*')).some((name) => name.includes('RecordTarget'))).toBe(true);
+    // And a stack without the setting has none of it.
+    synth().template.resourceCountIs('AWS::ApiGateway::DomainName', 0);
   });
 
   it('fails synth on a cdk-nag finding that has no written reason', () => {

@@ -51,6 +51,9 @@ describe('the caller a route handler sees', () => {
           authenticateSandbox: async () => {
             throw new Error('unexpected authentication');
           },
+          authenticateSigned: async () => {
+            throw new Error('unexpected authentication');
+          },
         },
         log: silentLog,
       },

@@ -12,6 +12,10 @@ describe('the streamed routes, from the route declarations', () => {
       'POST /e2b/process.Process/Connect',
       'POST /e2b/filesystem.Filesystem/WatchDir',
       'POST /e2b/execute',
+      'POST /process.Process/Start',
+      'POST /process.Process/Connect',
+      'POST /filesystem.Filesystem/WatchDir',
+      'POST /execute',
     ]);
   });
 
