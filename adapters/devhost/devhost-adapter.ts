@@ -47,6 +47,7 @@ import {
   type JailUser,
   jailCommand,
   jailPath,
+  jailUid,
   jailUser,
   launcherEnv,
   probeJail,
@@ -213,7 +214,9 @@ export class DevhostAdapter
 
   async capabilities(): Promise<Capabilities> {
     return {
-      features: devhostFeatures,
+      // Root inside the jail's user namespace (exec.root) exists only in a jail: unjailed, commands are the
+      // control plane's own host processes.
+      features: this.#probe === undefined ? devhostFeatures : [...devhostFeatures, 'exec.root'],
       maxCPU: 0,
       maxMemoryMiB: 0,
       maxDiskGiB: 0,
@@ -340,7 +343,7 @@ export class DevhostAdapter
   async startProcess(ref: string, request: ProcessStartRequest): Promise<ProcessInfo> {
     const command = request.shell ? ['/bin/sh', '-c', ...request.argv] : request.argv;
     const env = request.pty === undefined ? request.env : { TERM: 'xterm-256color', ...request.env };
-    const launch = await this.#launch(ref, request.cwd, env, helperArgv(request.pty, command));
+    const launch = await this.#launch(ref, request.cwd, env, helperArgv(request.pty, command), request.user);
     const timeoutSeconds = Math.min(request.timeoutSeconds, devhostMaxTimeoutSeconds);
     const tracked = interactive.start(ref, request, (process) =>
       launchInteractive({ ...launch, timeoutSeconds }, process, (exitCode) =>
@@ -440,7 +443,7 @@ export class DevhostAdapter
 
   async #run(ref: string, request: ExecRequest, opts: CallOptions | undefined, onOutput: ExecEmit) {
     const argv = request.command !== undefined ? ['/bin/sh', '-c', request.command] : (request.args ?? []);
-    const launch = await this.#launch(ref, request.cwd, request.env ?? {}, argv);
+    const launch = await this.#launch(ref, request.cwd, request.env ?? {}, argv, request.user);
     const timeoutSeconds = Math.min(
       request.timeoutSeconds ?? devhostDefaultTimeoutSeconds,
       devhostMaxTimeoutSeconds,
@@ -476,7 +479,13 @@ export class DevhostAdapter
    * How to start `argv` in the running sandbox `ref`: in its jail, the sandbox's folder as `/` and the
    * tenant's variables set inside the jail only; otherwise as a host process in the sandbox's folder.
    */
-  async #launch(ref: string, cwd: string | undefined, env: Record<string, string>, argv: string[]) {
+  async #launch(
+    ref: string,
+    cwd: string | undefined,
+    env: Record<string, string>,
+    argv: string[],
+    user?: 'root',
+  ) {
     const meta = await this.#readMeta(ref);
     if (meta === undefined) throw adapterErrors.notFound(ref);
     if (meta.state !== 'running')
@@ -493,6 +502,7 @@ export class DevhostAdapter
             `/${cwdNames.join('/')}`,
             { PATH: jailPath, HOME: '/', SANDBOX_ROOT: '/', ...meta.env, ...env },
             argv,
+            user === 'root' ? 0 : jailUid,
           );
     return {
       argv: jail?.argv ?? argv,

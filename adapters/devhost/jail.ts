@@ -93,13 +93,19 @@ export function jailCommand(
   cwd: string,
   env: Record<string, string>,
   argv: string[],
+  /**
+   * The uid and gid inside the jail's user namespace: jailUid, or 0 for a command asked to run as root.
+   * Either maps to the same one host user, with every capability dropped: a root inside holds nothing
+   * on the host, and every file of the sandbox is its own, as it is jailUid's.
+   */
+  insideUid: number = jailUid,
 ): JailCommand {
   const options = [
     '--unshare-user',
     '--uid',
-    String(jailUid),
+    String(insideUid),
     '--gid',
-    String(jailUid),
+    String(insideUid),
     '--disable-userns',
     '--cap-drop',
     'ALL',

@@ -17,6 +17,8 @@ export const features = {
   execStdin: 'exec.stdin',
   /** Interactive processes in a terminal of their own, resizable. */
   execPty: 'exec.pty',
+  /** Commands and processes as the sandbox's superuser when asked (`user: "root"`); otherwise its default user. */
+  execRoot: 'exec.root',
   files: 'files',
   stopStart: 'lifecycle.stop-start',
   persistenceDisk: 'persistence.disk',

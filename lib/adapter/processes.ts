@@ -25,6 +25,8 @@ export interface ProcessStartRequest {
   timeoutSeconds: number;
   /** A name the caller gives the process (E2B's tag), listed with it. */
   tag?: string;
+  /** As the sandbox's superuser (only asked of adapters that declare exec.root). */
+  user?: 'root';
 }
 
 export interface ProcessInfo {

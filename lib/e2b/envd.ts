@@ -122,6 +122,8 @@ export class E2bEnvd {
     body: Buffer,
     deadlineMs: number | undefined,
     cancelled: AbortSignal | undefined,
+    /** root: as the sandbox's superuser (the facade checked the pool offers it). */
+    user?: 'root',
   ): Promise<(write: StreamWrite) => Promise<void>> {
     let refusal: { code: ConnectCode; message: string } | undefined;
     try {
@@ -134,7 +136,7 @@ export class E2bEnvd {
       // A command without stdin or a terminal is a streamed exec (no process kept for it: the fast path,
       // docs/e2b.md); only one with stdin or a pty is an interactive process, which can be attached again.
       if (request.stdin !== true && size === undefined)
-        return await this.#execStart(principal, id, request, env.data, cwd, deadlineMs, cancelled);
+        return await this.#execStart(principal, id, request, env.data, cwd, deadlineMs, cancelled, user);
       const interactive = await this.#deps.processes
         .startAttached(
           principal,
@@ -145,6 +147,7 @@ export class E2bEnvd {
             cwd,
             ...(size !== undefined && { pty: size }),
             ...(request.tag !== undefined && { tag: request.tag }),
+            ...(user !== undefined && { user }),
             // E2B's default: a command's stdin is closed unless it asked for it (a terminal always has one).
             stdin: request.stdin === true || size !== undefined,
             // The command's timeout is the call's deadline (E2B's timeoutMs); none: the default hour.
@@ -273,6 +276,7 @@ export class E2bEnvd {
     cwd: string,
     deadlineMs: number | undefined,
     cancelled: AbortSignal | undefined,
+    user: 'root' | undefined,
   ): Promise<(write: StreamWrite) => Promise<void>> {
     const timeoutSeconds = Math.min(
       maxExecStreamSeconds,
@@ -294,6 +298,7 @@ export class E2bEnvd {
         env,
         cwd,
         timeoutSeconds,
+        ...(user !== undefined && { user }),
       },
       cancelled,
     );

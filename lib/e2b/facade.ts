@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ApiError, errors } from '../errors.ts';
+import { errors } from '../errors.ts';
 import { json, maxJsonBodyBytes, parseJsonBody } from '../http/router.ts';
 import type { HttpRequest, HttpResponse } from '../http/types.ts';
 import { describeError, type Log } from '../log.ts';
@@ -191,7 +191,8 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
         path === '/files'
           ? await signedFileCaller(request, sandboxId)
           : await deps.authenticator.authenticateSandbox(request.headers['x-access-token'], sandboxId);
-      requireSandboxUser(userOf(request));
+      const user = sandboxUserOf(userOf(request));
+      await deps.sandboxes.requireRunAs(principal, sandboxId, user);
       const method = request.method.toUpperCase();
       if (path === '/process.Process/Start' && method === 'POST') {
         const deadline = request.headers['connect-timeout-ms'];
@@ -201,6 +202,7 @@ export function createE2bFacade(deps: E2bFacadeDeps): (request: HttpRequest) => 
           request.body ?? Buffer.alloc(0),
           deadline === undefined ? undefined : Number(deadline),
           request.signal,
+          user,
         );
         return { status: 200, headers: { 'content-type': 'application/connect+json' }, body: '', stream };
       }
@@ -313,17 +315,13 @@ function userOf(request: HttpRequest): string | undefined {
 }
 
 /**
- * E2B's default user, `user`, is the one every command and file call acts as (on devhost uid 1000 in the
- * jail, whose home is /home/user); `root` is refused with the reason rather than run as someone else.
+ * Who a call acts as: E2B's default user, `user` (undefined: the sandbox's default user; on devhost uid
+ * 1000 in the jail, whose home is /home/user), or `root`, honoured where the pool offers exec.root and
+ * refused with the reason elsewhere; any other name is not one of E2B's users.
  */
-function requireSandboxUser(user: string | undefined): void {
-  if (user === undefined || user === '' || user === e2bUser) return;
-  if (user === 'root')
-    throw new ApiError(
-      'unsupported_operation',
-      "acting as root is not offered: Differently runs every command and file call as the sandbox's unprivileged user (E2B's default, user); no pool maps E2B's root user yet (docs/e2b.md)",
-      { operation: 'user root' },
-    );
+function sandboxUserOf(user: string | undefined): 'root' | undefined {
+  if (user === undefined || user === '' || user === e2bUser) return undefined;
+  if (user === 'root') return 'root';
   throw errors.invalidRequest(`the sandbox has no user ${user}: E2B's users are user (the default) and root`);
 }
 

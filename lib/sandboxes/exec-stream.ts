@@ -4,6 +4,7 @@ import { describeError } from '../log.ts';
 import type { ExecStreamLine } from '../schemas/exec-stream-lines.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { requireRunAsOffered } from './run-as.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
 import { requireRunning } from './status-guards.ts';
 
@@ -40,6 +41,7 @@ export async function prepareExecStream(
     });
   }
   const record = requireRunning(await sandboxes.loadForUse(principal, id));
+  requireRunAsOffered(deps, record, request.user);
   const adapter = deps.pools.adapterOf(record.pool);
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;

@@ -12,6 +12,7 @@ import type { ProcessView, StartProcessRequest, StdinRequest } from '../schemas/
 import type { SandboxRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
 import { maxStreamSeconds } from './exec-stream.ts';
+import { requireRunAsOffered } from './run-as.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
 import { requireRunning } from './status-guards.ts';
 
@@ -56,6 +57,7 @@ export class SandboxProcesses {
     request: StartProcessRequest,
   ): Promise<ProcessView> {
     const id = record.id;
+    requireRunAsOffered(this.#deps, record, request.user);
     const started = await host.startProcess(record.backendRef, {
       argv: request.command !== undefined ? [request.command] : (request.args ?? []),
       shell: request.command !== undefined,
@@ -63,6 +65,7 @@ export class SandboxProcesses {
       ...(request.cwd !== undefined && { cwd: request.cwd }),
       ...(request.pty !== undefined && { pty: request.pty }),
       ...(request.tag !== undefined && { tag: request.tag }),
+      ...(request.user !== undefined && { user: request.user }),
       timeoutSeconds: request.timeoutSeconds ?? defaultProcessTimeoutSeconds,
     });
     if (request.stdin === false && request.pty === undefined) {

@@ -30,6 +30,7 @@ import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
 import { followBackendIdleOf, idledAwaitingAccess, wentIdle } from './idle.ts';
 import { requestLifecycle } from './lifecycle-request.ts';
+import { requireRunAsOffered } from './run-as.ts';
 import { requireRunning } from './status-guards.ts';
 import { sandboxView, transitionSandbox } from './transition.ts';
 import { wakeWaiters } from './wake-waiters.ts';
@@ -301,6 +302,7 @@ export class SandboxService {
     }
     const started = Date.now();
     const record = requireRunning(await this.loadForUse(principal, id));
+    requireRunAsOffered(this.#deps, record, request.user);
     const adapter = this.#deps.pools.adapterOf(record.pool);
     const maxOutputBytes = this.#deps.config.api.execOutputMaxBytes;
     // A resume after idleness took part of the request's time: the command gets what is left.
@@ -318,6 +320,12 @@ export class SandboxService {
     } finally {
       await done();
     }
+  }
+
+  /** A call that acts as `user` (E2B's file calls as root): refused unless the sandbox's pool offers it. */
+  async requireRunAs(principal: OrgPrincipal, id: string, user: 'root' | undefined): Promise<void> {
+    if (user === undefined) return;
+    requireRunAsOffered(this.#deps, requireRunning(await this.loadForUse(principal, id)), user);
   }
 
   /** Streamed exec: checks now, output later (see lib/sandboxes/exec-stream.ts). */

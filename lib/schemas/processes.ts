@@ -37,6 +37,8 @@ export const startProcessSchema = z
     tag: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
     /** false: its stdin is closed at once (a command that reads it sees the end). Default true. */
     stdin: z.optional(z.boolean()),
+    /** `root`: as the sandbox's superuser, on pools with `exec.root` (elsewhere 501); absent: its default user. */
+    user: z.optional(z.literal('root')),
   })
   .check(
     z.refine((req) => (req.command === undefined) !== (req.args === undefined), {

@@ -102,6 +102,8 @@ export const execRequestSchema = z
     cwd: z.optional(z.string().check(z.minLength(1), z.maxLength(4096))),
     stdin: z.optional(z.string().check(z.maxLength(1024 * 1024))),
     timeoutSeconds: z.optional(z.int().check(z.gte(1), z.lte(7200))),
+    /** `root`: as the sandbox's superuser, on pools with `exec.root` (elsewhere 501); absent: its default user. */
+    user: z.optional(z.literal('root')),
   })
   .check(
     z.refine((req) => (req.command === undefined) !== (req.args === undefined), {

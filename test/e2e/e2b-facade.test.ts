@@ -162,7 +162,7 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     }
   });
 
-  it("acts as E2B's default user and refuses root with the reason; keeps a timeout as given or refuses it, never raising it", async () => {
+  it("acts as E2B's default user, and as root where the pool offers it; keeps a timeout as given or refuses it, never raising it", async () => {
     await expect(Sandbox.create({ apiKey, timeoutMs: 30_000 })).rejects.toThrow(
       /timeout of 30 s is shorter than the shortest sandbox lifetime Differently keeps, 60 s/,
     );
@@ -182,18 +182,24 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
       expect((await sandbox.commands.run('id -u')).stdout).toBe('1000\n');
       await sandbox.files.write('/home/user/owned.txt', 'mine', { user: 'user' });
       expect(await sandbox.files.read('/home/user/owned.txt', { user: 'user' })).toBe('mine');
-      // root is refused, naming why, on commands, filesystem RPCs and file transfers alike.
-      await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(
-        /acting as root is not offered/,
+      // root: uid 0 inside the devhost jail (exec.root), on commands, interactive ones, RPCs and files.
+      expect((await sandbox.commands.run('id -u', { user: 'root' })).stdout).toBe('0\n');
+      const rootShell = await sandbox.commands.run('cat >/dev/null; id -u', {
+        background: true,
+        stdin: true,
+        user: 'root',
+      });
+      await sandbox.commands.closeStdin(rootShell.pid);
+      expect((await rootShell.wait()).stdout).toBe('0\n');
+      expect((await sandbox.files.list('/home/user', { user: 'root' })).map((entry) => entry.name)).toContain(
+        'owned.txt',
       );
-      await expect(sandbox.files.list('/home/user', { user: 'root' })).rejects.toThrow(/acting as root/);
-      await expect(sandbox.files.read('/home/user/owned.txt', { user: 'root' })).rejects.toThrow(
-        /acting as root/,
+      await sandbox.files.write('/home/user/root.txt', 'x', { user: 'root' });
+      expect(await sandbox.files.read('/home/user/root.txt', { user: 'root' })).toBe('x');
+      // Another name is none of E2B's users.
+      await expect(sandbox.commands.run('id -u', { user: 'admin' as 'root' })).rejects.toThrow(
+        /no user admin/,
       );
-      await expect(sandbox.files.write('/home/user/root.txt', 'x', { user: 'root' })).rejects.toThrow(
-        /acting as root/,
-      );
-      expect(await sandbox.files.exists('/home/user/root.txt')).toBe(false);
     } finally {
       await sandbox.kill();
     }
@@ -309,7 +315,7 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
   ];
 
   it.each(interactiveSdks)(
-    'SDK %s: watchDir, getMetrics, the default user and root refused, a timeout under 60 s refused',
+    'SDK %s: watchDir, getMetrics, the default user and root, a timeout under 60 s refused',
     async (_version, Sdk) => {
       await expect(
         (Sdk as unknown as { create(opts: object): Promise<Sandbox> }).create({ apiKey, timeoutMs: 10_000 }),
@@ -327,7 +333,7 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
         expect(metrics).toHaveLength(1);
         expect(metrics[0]?.memTotal).toBeGreaterThan(0);
         expect((await sandbox.commands.run('id -u', { user: 'user' })).stdout).toBe('1000\n');
-        await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(/acting as root/);
+        expect((await sandbox.commands.run('id -u', { user: 'root' })).stdout).toBe('0\n');
       } finally {
         await sandbox.kill();
       }

@@ -108,6 +108,8 @@ describe('ports and URLs through the E2B door', () => {
         body: 'x',
       });
       expect(await byHeader.text()).toMatch(/^backend POST \/backend\/.+\/3000\/form$/);
+      // This pool offers no exec.root: a command as root is refused naming it, never run as another user.
+      await expect(sandbox.commands.run('id -u', { user: 'root' })).rejects.toThrow(/running as root/);
       // A sandbox that does not exist, and a port that is no port, are refused.
       expect((await send(e.runtime.url, `3000-sbx_01ARZ3NDEKTSV4RRFFQ69G5FAV.sandbox.test`)).status).toBe(
         404,

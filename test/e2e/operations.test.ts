@@ -212,6 +212,28 @@ describe('sandbox operations over HTTP', () => {
     await destroy(s.id);
   });
 
+  it('runs a command as root where the pool offers exec.root (devhost: uid 0 in the jail), 501 elsewhere', async () => {
+    const local = await running('local');
+    const asRoot = await api.post(`/v1/sandboxes/${local.id}/exec`, key, { command: 'id -u', user: 'root' });
+    expect(asRoot.body).toMatchObject({ exitCode: 0, stdout: '0\n' });
+    const plain = await api.post(`/v1/sandboxes/${local.id}/exec`, key, { command: 'id -u' });
+    expect(plain.body).toMatchObject({ exitCode: 0, stdout: '1000\n' });
+    const onFake = await running('fake');
+    const refused = expectError(
+      await api.post(`/v1/sandboxes/${onFake.id}/exec`, key, { command: 'id -u', user: 'root' }),
+      501,
+      'unsupported_operation',
+    );
+    expect(refused.error.details).toMatchObject({ feature: 'exec.root', pool: 'fake' });
+    expectError(
+      await api.post(`/v1/sandboxes/${local.id}/exec`, key, { command: 'id', user: 'admin' }),
+      400,
+      'invalid_request',
+    );
+    await destroy(local.id);
+    await destroy(onFake.id);
+  });
+
   it('returns a port URL where the pool exposes ports', async () => {
     const s = await running('fake');
     const reply = await api.post(`/v1/sandboxes/${s.id}/ports`, key, { port: 3000 });

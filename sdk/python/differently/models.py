@@ -373,6 +373,7 @@ class ExecRequest(TypedDict, total=False):
     cwd: str
     stdin: str
     timeoutSeconds: int
+    user: Literal["root"]
 
 
 class StartProcessRequest(TypedDict, total=False):
@@ -386,6 +387,7 @@ class StartProcessRequest(TypedDict, total=False):
     timeoutSeconds: int
     tag: str
     stdin: bool
+    user: Literal["root"]
 
 
 class _CreateOrgRequestRequired(TypedDict):
