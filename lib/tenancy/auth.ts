@@ -119,6 +119,22 @@ export interface Authenticator {
 /** The org keys a signed URL is checked against, at most: an org with more should sign with a recent one. */
 export const maxSigningKeys = 200;
 
+/** The caller an org key stands for (its role is not admin). */
+function orgPrincipalOf(record: {
+  id: string;
+  orgId: string;
+  role: OrgPrincipal['role'];
+  projectId: string | null;
+}): OrgPrincipal {
+  return {
+    kind: 'org',
+    orgId: record.orgId,
+    keyId: record.id,
+    role: record.role,
+    projectId: record.projectId,
+  };
+}
+
 /** Keys whose org this container remembers; past it, the memory starts over (a miss costs a round trip). */
 const rememberedKeys = 10_000;
 
@@ -147,13 +163,7 @@ export function createAuthenticator(store: TenancyStore, adminKey: string | unde
       if (record.revokedAt !== null)
         throw errors.unauthenticated('the API key behind this access token has been revoked');
       if (record.role === 'admin') throw errors.unauthenticated('the access token is not valid');
-      return {
-        kind: 'org',
-        orgId: record.orgId,
-        keyId: record.id,
-        role: record.role,
-        projectId: record.projectId,
-      };
+      return orgPrincipalOf(record);
     },
     async authenticateSigned(orgId, sandboxId, accepts) {
       let cursor: string | undefined;
@@ -163,13 +173,7 @@ export function createAuthenticator(store: TenancyStore, adminKey: string | unde
         for (const record of page.items) {
           if (record.revokedAt !== null || record.role === 'admin') continue;
           if (accepts(`${record.id}.${sandboxTokenMac(record.secretHash, sandboxId)}`))
-            return {
-              kind: 'org',
-              orgId: record.orgId,
-              keyId: record.id,
-              role: record.role,
-              projectId: record.projectId,
-            };
+            return orgPrincipalOf(record);
           tried += 1;
         }
         cursor = page.nextCursor ?? undefined;
@@ -205,13 +209,7 @@ export function createAuthenticator(store: TenancyStore, adminKey: string | unde
       if (record.role === 'admin')
         return { principal: { kind: 'admin', keyId: record.id, orgId: record.orgId }, along: nothing };
       return {
-        principal: {
-          kind: 'org',
-          orgId: record.orgId,
-          keyId: record.id,
-          role: record.role,
-          projectId: record.projectId,
-        },
+        principal: orgPrincipalOf(record),
         // Read in the org remembered for this key id, which is the key's own: ids are never reused.
         along: knownOrg === record.orgId ? read.along : nothing,
       };
