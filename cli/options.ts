@@ -28,6 +28,8 @@ export const cliOptions = {
   profile: { type: 'string' },
   'from-snapshot': { type: 'string' },
   event: { type: 'string', multiple: true },
+  egress: { type: 'string' },
+  allow: { type: 'string', multiple: true },
 } as const;
 
 export interface CliOptions {
@@ -58,5 +60,7 @@ export interface CliOptions {
   disk?: string;
   profile?: string;
   'from-snapshot'?: string;
+  egress?: string;
+  allow?: string[];
   event?: string[];
 }

@@ -2,6 +2,12 @@ import { features, isKnownFeature } from './adapter/port.ts';
 import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';
+import {
+  defaultDenyAlways,
+  destinationSchema,
+  maxAllowEntries,
+  networkPolicySchema,
+} from './network/policy.ts';
 import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandbox-parts.ts';
 import * as z from './zod.ts';
 
@@ -115,6 +121,8 @@ export const templateSchema = z.strictObject({
   image: z.optional(z.string().check(z.maxLength(512))),
   /** The idle policy of its sandboxes that name none (before the org's default). */
   idle: z.optional(idlePolicySchema),
+  /** The egress policy of its sandboxes that name none (before the installation's default). */
+  network: z.optional(networkPolicySchema),
 });
 
 /**
@@ -158,11 +166,6 @@ export const configSchema = z
           z.array(z.string().check(z.minLength(1), z.maxLength(63))).check(z.minLength(1), z.maxLength(32)),
         ),
         /**
-         * E2B template names and what serves them: a Differently template (none: the installation's
-         * default) and the capabilities its sandboxes ask for, such as `exec.stdin` for
-         * `code-interpreter-v1`, whose kernel is an interactive process (docs/e2b.md).
-         */
-        /**
          * The domain under which `<port>-<sandboxId>.<domain>` reaches a sandbox (getHost, signed file URLs,
          * envd without E2B_SANDBOX_URL): answered as each sandbox's `domain`; its hosts must reach this API
          * (on AWS a wildcard custom domain, docs/deploy.md). Unset: hosts are not routed, domain is null.
@@ -177,6 +180,11 @@ export const configSchema = z
               ),
             ),
         ),
+        /**
+         * E2B template names and what serves them: a Differently template (none: the installation's
+         * default) and the capabilities its sandboxes ask for, such as `exec.stdin` for
+         * `code-interpreter-v1`, whose kernel is an interactive process (docs/e2b.md).
+         */
         templates: z._default(
           z.record(
             z.string().check(z.minLength(1), z.maxLength(128)),
@@ -191,6 +199,19 @@ export const configSchema = z
         ),
       }),
       { templates: {} },
+    ),
+    /**
+     * Egress (docs/network.md): the policy of sandboxes whose request and template name none (unset: the
+     * pool's own network), and the destinations no sandbox may reach whatever its policy says.
+     */
+    network: z._default(
+      z.strictObject({
+        default: z.optional(networkPolicySchema),
+        denyAlways: z._default(z.array(destinationSchema).check(z.maxLength(maxAllowEntries)), [
+          ...defaultDenyAlways,
+        ]),
+      }),
+      { denyAlways: [...defaultDenyAlways] },
     ),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: z._default(placementPolicySchema, { allowExternal: false, externalPools: [] }),

@@ -4,6 +4,7 @@
  * (exec, files). Documented deviations: exec output is stdout and stderr combined; exec has no stdin.
  */
 
+import { isIPv6 } from 'node:net';
 import {
   type AdapterInfo,
   adapterErrors,
@@ -37,6 +38,7 @@ import type {
   TerminalSize,
 } from '../../lib/adapter/processes.ts';
 import { isApiError } from '../../lib/errors.ts';
+import { destinationsOf } from '../../lib/network/policy.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';
 import * as z from '../../lib/zod.ts';
 import { maxDownloadBytes, readBounded } from '../httpx/bounded-body.ts';
@@ -190,6 +192,7 @@ export class DaytonaAdapter
         "listings are eventually consistent on Daytona's side; Create looks sandboxes up by name instead",
         ...(this.#config.class === 'container' ? ['no pause-resume for the container class'] : []),
         'snapshots capture the filesystem; fork is not offered',
+        'egress per sandbox: deny (networkBlockAll), or an allow-list of at most 10 IPv4 addresses or CIDRs on every port (networkAllowList); no domains, IPv6 or ports, no allow-with-deny-list; on Daytona tiers 1-2 the org restricts the network and a sandbox cannot change it',
       ],
     };
   }
@@ -203,6 +206,9 @@ export class DaytonaAdapter
       'persistence.disk',
       'snapshots.disk',
       'ports.expose',
+      // Daytona's network limits: block-all, or an allow-list of IPv4 CIDRs (networkAllowList).
+      'network.egress.deny',
+      'network.egress.allowlist',
     ];
     if (this.#config.class === 'linux-vm') list.push('lifecycle.pause-resume', 'isolation.microvm');
     else list.push('isolation.container');
@@ -274,6 +280,7 @@ export class DaytonaAdapter
       // Daytona's auto-stop keeps the sandbox's idle policy when it has one in whole minutes (keepsIdle);
       // otherwise it is off (0) and Differently owns stop: it would stop a busy job with no traffic.
       autoStopInterval: req.idle === undefined ? 0 : req.idle.afterSeconds / 60,
+      ...networkLimitsOf(req),
     };
   }
 
@@ -577,4 +584,35 @@ export class DaytonaAdapter
     );
     return preview.url;
   }
+}
+
+/** The most CIDR blocks Daytona's networkAllowList takes. */
+const maxDaytonaAllowList = 10;
+
+/**
+ * Daytona's network limits for a sandbox's egress policy: deny is networkBlockAll; an allow-list of IPv4
+ * addresses and ranges is networkAllowList (an address as its /32). Placement sent only what the pool
+ * declares (no domains, no ports); what Daytona still cannot take (IPv6, more than 10) is refused here.
+ */
+function networkLimitsOf(req: CreateRequest): { networkBlockAll?: true; networkAllowList?: string } {
+  if (req.network === undefined) return {};
+  if (req.network.egress === 'deny') return { networkBlockAll: true };
+  if (req.network.egress === 'allow')
+    throw adapterErrors.unsupported('egress allow with an installation deny-list', {
+      reason: "Daytona's network limits take an allow-list only",
+    });
+  const blocks = destinationsOf(req.network.allow).map((destination) => {
+    if (destination.kind === 'domain' || isIPv6(destination.host))
+      throw adapterErrors.unsupported(`the egress destination ${destination.host} on Daytona`, {
+        reason: 'networkAllowList takes IPv4 addresses and CIDR blocks only',
+      });
+    return destination.kind === 'cidr'
+      ? `${destination.host}/${destination.prefix}`
+      : `${destination.host}/32`;
+  });
+  if (blocks.length > maxDaytonaAllowList)
+    throw adapterErrors.unsupported(`an allow-list of ${blocks.length} entries on Daytona`, {
+      reason: `networkAllowList takes at most ${maxDaytonaAllowList}`,
+    });
+  return { networkAllowList: blocks.join(',') };
 }

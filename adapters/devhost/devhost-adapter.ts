@@ -46,6 +46,7 @@ import {
   type JailProbe,
   type JailUser,
   jailCommand,
+  jailNetworkCheck,
   jailPath,
   jailUid,
   jailUser,
@@ -215,8 +216,18 @@ export class DevhostAdapter
   async capabilities(): Promise<Capabilities> {
     return {
       // Root inside the jail's user namespace (exec.root) exists only in a jail: unjailed, commands are the
-      // control plane's own host processes.
-      features: this.#probe === undefined ? devhostFeatures : [...devhostFeatures, 'exec.root'],
+      // control plane's own host processes. A jail has no network but its own loopback (measured by the
+      // probe): that is egress deny, and the only egress policy devhost enforces yet (docs/network.md).
+      features:
+        this.#probe === undefined
+          ? devhostFeatures
+          : [
+              ...devhostFeatures,
+              'exec.root',
+              ...(this.#probe.checks.some((check) => check.name === jailNetworkCheck && check.passed)
+                ? ['network.egress.deny']
+                : []),
+            ],
       maxCPU: 0,
       maxMemoryMiB: 0,
       maxDiskGiB: 0,

@@ -145,6 +145,9 @@ export function jailCommand(
   };
 }
 
+/** The probe's check that the jail has no network but a loopback of its own (egress deny, measured). */
+export const jailNetworkCheck = 'own network namespace (loopback only)';
+
 /** One thing the jail was checked to do, and what was seen. */
 export interface JailCheck {
   name: string;
@@ -231,7 +234,7 @@ function runProbe(root: string, user: JailUser | undefined): JailProbe {
         seen: hostUid === undefined ? 'no file made' : `files made as host uid ${hostUid}`,
       },
       {
-        name: 'own network namespace (loopback only)',
+        name: jailNetworkCheck,
         passed: value('interfaces') === '1',
         seen: `${value('interfaces')} interface(s)`,
       },

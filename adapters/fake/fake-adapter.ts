@@ -93,6 +93,13 @@ export const fakeDefaultFeatures = [
   'snapshots.memory',
   'fork',
   'ports.expose',
+  // Egress policies are taken and kept with the instance (createRequests, networkOf): the fake has no
+  // network to enforce them on, so placement and what reaches the backend are what its tests prove.
+  'network.egress.allow',
+  'network.egress.deny',
+  'network.egress.allowlist',
+  'network.egress.domains',
+  'network.egress.ports',
 ];
 
 function withBaseEnv(request: ExecRequest, instance: FakeInstance): ExecRequest {

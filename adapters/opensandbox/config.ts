@@ -22,8 +22,12 @@ export const openSandboxConfigSchema = z.lazy(() =>
     useServerProxy: z._default(z.boolean(), false),
     /** lf: turn CRLF output into LF (Windows images). */
     lineEndings: z._default(z.enum(['preserve', 'lf']), 'preserve'),
-    /** open: no egress policy; none: deny all; allowlist: only egressAllow (FQDN or *.wildcard). */
-    egress: z._default(z.enum(['open', 'none', 'allowlist']), 'open'),
+    /**
+     * open: no egress policy; none: deny all; allowlist: only egressAllow (FQDN or *.wildcard), all three
+     * for the whole pool; per-sandbox: the server has the egress sidecar, and each sandbox's own policy
+     * (deny, or an allow-list of domains) is sent with its create (docs/network.md).
+     */
+    egress: z._default(z.enum(['open', 'none', 'allowlist', 'per-sandbox']), 'open'),
     egressAllow: z._default(z.array(z.string().check(z.minLength(1))).check(z.maxLength(4096)), []),
     /** signed: time-limited URLs through the ingress gateway (Kubernetes, secure access). */
     ports: z._default(z.enum(['none', 'signed']), 'none'),

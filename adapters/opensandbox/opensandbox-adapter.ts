@@ -40,6 +40,7 @@ import { shellQuote } from '../httpx/shell-quote.ts';
 import { sleep } from '../httpx/sleep.ts';
 import type { OpenSandboxConfig } from './config.ts';
 import { ExecdEvents } from './execd-events.ts';
+import { networkPolicyOf } from './network-policy.ts';
 import {
   endpointSchema,
   fileListSchema,
@@ -108,6 +109,11 @@ export class OpenSandboxAdapter
           : 'no stop-start on the Docker runtime; pause keeps memory',
         'snapshots capture the filesystem only',
         ...(c.egress === 'open' ? ['no egress control configured: sandboxes reach the network freely'] : []),
+        ...(c.egress === 'per-sandbox'
+          ? [
+              'egress per sandbox: deny, or an allow-list of domains on every port (the sidecar filters DNS names); no address or CIDR entries, no ports, no allow-with-deny-list',
+            ]
+          : []),
         'execd is reached through the endpoint the server resolves: protect that network path',
       ],
     };
@@ -119,7 +125,9 @@ export class OpenSandboxAdapter
     if (c.runtime === 'docker') list.push('lifecycle.pause-resume');
     else list.push('lifecycle.stop-start', 'persistence.disk');
     if (c.ports === 'signed') list.push('ports.expose');
-    if (c.egress !== 'open') list.push('network.egress-control');
+    // The sidecar filters by DNS name (its dns mode): a deny, or an allow-list of domains on every port.
+    if (c.egress === 'per-sandbox') list.push('network.egress.deny', 'network.egress.domains');
+    else if (c.egress !== 'open') list.push('network.egress-control');
     for (const extra of [...c.features, ...(this.#declared ?? [])])
       if (!list.includes(extra)) list.push(extra);
     return list;
@@ -187,13 +195,7 @@ export class OpenSandboxAdapter
       },
       // The provider-side backstop: at least OpenSandbox's minimum of 60 s.
       timeout: Math.max(60, req.ttlSeconds ?? 3600),
-      ...(c.egress !== 'open' && {
-        networkPolicy: {
-          defaultAction: 'deny',
-          egress:
-            c.egress === 'allowlist' ? c.egressAllow.map((target) => ({ action: 'allow', target })) : [],
-        },
-      }),
+      ...networkPolicyOf(c, req),
       ...(c.ports === 'signed' && c.runtime === 'kubernetes' && { secureAccess: true }),
     };
   }

@@ -1,3 +1,4 @@
+import { egressModes } from '../../lib/network/policy.ts';
 import type { SandboxView } from '../../sdk/index.ts';
 import { type Command, type CommandContext, table, UsageError } from '../context.ts';
 import { shell } from './shell.ts';
@@ -69,10 +70,22 @@ const lifecycle = async (ctx: CommandContext, action: string): Promise<number> =
   return 0;
 };
 
+/** --egress and --allow as the create's network policy; the API checks each destination. */
+function networkOf(egress: string | undefined, allow: string[] | undefined) {
+  if (egress === undefined) {
+    if (allow !== undefined) throw new UsageError('--allow needs --egress allowlist');
+    return {};
+  }
+  const mode = egressModes.find((known) => known === egress);
+  if (mode === undefined) throw new UsageError(`--egress takes ${egressModes.join(', ')}, not ${egress}`);
+  return { network: { egress: mode, ...(allow !== undefined && { allow }) } };
+}
+
 export const sandboxes: Command = {
   usage: `Usage:
   differently sandboxes create [--pool P]... [--template T] [--profile P] [--cpu N] [--memory MIB] [--disk GIB]
                               [--project ID] [--from-snapshot ID] [--ttl SECONDS] [--env K=V]... [--label K=V]...
+                              [--egress allow|deny|allowlist [--allow DEST]...]
                               [--wait [--timeout SECONDS]]
   differently sandboxes list [--status S] [--label K=V]... [--project ID]
   differently sandboxes get <id>
@@ -99,6 +112,8 @@ piped, the pipe is its stdin. It exits with the shell's exit code.`,
         ...(values.ttl !== undefined && { ttlSeconds: ctx.wholeNumber(values.ttl, 'ttl', 1) }),
         ...(values.env !== undefined && { env: ctx.pairs(values.env, 'env') }),
         ...(values.label !== undefined && { labels: ctx.pairs(values.label, 'label') }),
+        // The API checks the policy and names what is wrong with it (docs/network.md).
+        ...networkOf(values.egress, values.allow),
       });
       if (values.wait === true) sandbox = await waitUntilRunning(ctx, sandbox.id);
       ctx.print(sandbox, () => table([sandbox], sandboxColumns));

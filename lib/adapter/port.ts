@@ -4,6 +4,7 @@
  * implements the required interface and whichever optional ones it can.
  */
 import { ApiError, type ErrorDetails, errors } from '../errors.ts';
+import type { SandboxNetwork } from '../network/policy.ts';
 import type { Resources } from '../schemas/sandbox-parts.ts';
 import type { ExecRequest, ExecResult } from '../schemas/sandboxes.ts';
 import { isProcessHost } from './processes.ts';
@@ -30,7 +31,18 @@ export const features = {
   ssh: 'ssh',
   pty: 'pty',
   gpu: 'gpu',
+  /** A pool-wide egress policy fixed in the pool's config (OpenSandbox, Freestyle): not per sandbox. */
   egressControl: 'network.egress-control',
+  /** Per sandbox (lib/network/policy.ts): the network, less the installation's deny-list. */
+  egressAllow: 'network.egress.allow',
+  /** Per sandbox: no network at all. */
+  egressDeny: 'network.egress.deny',
+  /** Per sandbox: only the addresses and CIDR ranges of an allow-list. */
+  egressAllowlist: 'network.egress.allowlist',
+  /** Per sandbox: only the domains (and their subdomains for `*.`) of an allow-list. */
+  egressDomains: 'network.egress.domains',
+  /** Per sandbox: an allow-list entry held to one port (`host:443`), not every port of the host. */
+  egressPorts: 'network.egress.ports',
   archAmd64: 'arch.amd64',
   archArm64: 'arch.arm64',
   isolationMicrovm: 'isolation.microvm',
@@ -104,6 +116,11 @@ export interface CreateRequest {
   labels: Record<string, string>;
   ttlSeconds?: number;
   fromSnapshot?: string;
+  /**
+   * The sandbox's egress policy (lib/network/policy.ts), sent only to a pool that declared the features it
+   * needs: the backend enforces it from the instance's first instruction. Absent: the backend's own network.
+   */
+  network?: SandboxNetwork;
   /**
    * The sandbox's idle policy, sent only to an adapter that keeps it itself (IdleKeeper.keepsIdle said
    * so): the backend's own timer pauses or stops the instance after this long without use.

@@ -8,6 +8,7 @@ import { maxTtlSeconds, type SandboxView } from '../schemas/sandboxes.ts';
 import { type OrgPrincipal, sandboxToken } from '../tenancy/auth.ts';
 import type * as z from '../zod.ts';
 import { measureSandbox } from './metrics.ts';
+import { e2bNetworkInfo, e2bNetworkPolicy } from './network.ts';
 import {
   connectSandboxSchema,
   listQuerySchema,
@@ -142,6 +143,8 @@ export class E2bControlApi {
         `metadata is not valid as labels: ${labels.error.issues[0]?.message ?? 'invalid'}`,
       );
     }
+    const network = e2bNetworkPolicy(raw);
+    if ('error' in network) return e2bError(400, network.error);
     const capabilities = capabilitiesOf(mapped?.capabilities, request.autoPause === true);
     const { sandbox } = await this.#deps.sandboxes.create(
       principal,
@@ -150,6 +153,7 @@ export class E2bControlApi {
         ...(capabilities !== undefined && { capabilities }),
         labels: labels.data,
         ...(request.envVars !== undefined && { env: request.envVars }),
+        ...(network.policy !== undefined && { network: network.policy }),
         // autoPause: pause instead of ending when the timeout passes, onto the idle policy: the timeout
         // counts from the last call (E2B counts from create), and the sandbox lives up to the longest TTL.
         ...(request.autoPause === true
@@ -299,6 +303,7 @@ export class E2bControlApi {
       envdVersion,
       metadata: tenantLabels(sandbox.labels),
       domain: this.#deps.sandboxDomain ?? null,
+      ...e2bNetworkInfo(sandbox.network),
     };
   }
 }

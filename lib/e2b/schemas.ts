@@ -1,4 +1,5 @@
 import * as z from '../zod.ts';
+import { refusedNetworkOptions } from './network.ts';
 
 /**
  * What E2B SDKs send to the control API (`NewSandboxV2`, and SDK 2.50's `NewSandbox` with `secure` and
@@ -30,13 +31,13 @@ export function refusedCreateOptions(body: Record<string, unknown>): string[] {
     'allow_internet_access',
     'autoPause',
     'autoResume',
+    'network',
   ]);
   // The SDK sends these with their defaults; only a value asking for more than Differently does is refused.
   const autoResume = body.autoResume as { enabled?: unknown } | undefined | null;
   if (body.autoPause === true && typeof autoResume === 'object' && autoResume?.enabled === false)
     refused.push('autoResume: {enabled: false} (an idle-paused sandbox resumes on its next call)');
-  if (body.allow_internet_access === false)
-    refused.push('allow_internet_access: false (no per-sandbox egress control)');
+  refused.push(...refusedNetworkOptions(body));
   for (const [name, value] of Object.entries(body)) {
     if (handled.has(name) || value === undefined || value === null) continue;
     if (name === 'autoPauseMemory' && value === false) continue;

@@ -3,6 +3,7 @@ import { reservationFor } from '../budgets/billing.ts';
 import { fromMicros, ratesOf } from '../budgets/prices.ts';
 import type { Config, Profile } from '../config.ts';
 import { errors } from '../errors.ts';
+import { networkFeatures, resolveNetworkPolicy, type SandboxNetwork } from '../network/policy.ts';
 import { type PlacementRequest, type PoolState, place } from '../placement/policy.ts';
 import { poolStatesNow } from '../placement/rank.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
@@ -34,6 +35,8 @@ export interface Admission {
   /** The org's maxQueued, for the store's count of waiting sandboxes. */
   maxQueued: number;
   idle: SandboxIdle | null;
+  /** Its egress policy in force (lib/network/policy.ts), whose features are among `capabilities`. */
+  network: SandboxNetwork | null;
 }
 
 /**
@@ -73,8 +76,15 @@ export async function admit(
     allowedPools = [snapshot.pool];
   }
   const profile = profileOf(deps.config, request.profile);
-  const capabilities = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
-  validateCapabilities(capabilities);
+  const network = resolveNetworkPolicy(
+    request.network,
+    deps.config.templates.find((entry) => entry.name === request.template)?.network,
+    deps.config.network,
+  );
+  const asked = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
+  validateCapabilities(asked);
+  // The policy is placed like any feature: only a pool that declares it can enforce it receives it.
+  const capabilities = [...new Set([...asked, ...networkFeatures(network)])];
   const classification = request.classification ?? profile?.classification ?? null;
   if (classification !== null && !(classification in deps.config.classifications)) {
     throw errors.invalidRequest(
@@ -125,6 +135,7 @@ export async function admit(
     template,
     regions,
     maxQueued: org.quota.maxQueued,
+    network,
     idle: resolveIdlePolicy(
       request.idle,
       deps.config.templates.find((entry) => entry.name === template)?.idle,

@@ -138,6 +138,7 @@ export class SandboxService {
       operation: null,
       billing: null,
       idle: admitted.idle,
+      network: admitted.network,
     };
     const idempotency =
       idempotencyKey === undefined
@@ -156,7 +157,7 @@ export class SandboxService {
         actor: principal.keyId,
         action: 'sandbox.created',
         target: record.id,
-        details: { projectId, resources, template: record.template },
+        details: { projectId, resources, template: record.template, network: record.network },
       },
       idempotency,
       { maxWaiting: admitted.maxQueued },

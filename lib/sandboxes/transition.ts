@@ -74,6 +74,7 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     resources: record.resources,
     labels: record.labels,
     capabilities: record.capabilities,
+    network: record.network,
     envKeys: Object.keys(record.env).sort(),
     ttlSeconds: record.ttlSeconds,
     attempts: record.attempts,

@@ -299,6 +299,7 @@ async function createOn(
         ttlSeconds: record.ttlSeconds,
         ...(fromSnapshot !== undefined && { fromSnapshot }),
         ...(idle !== undefined && { idle }),
+        ...(record.network !== null && { network: record.network }),
       },
       // The adapter's own waits end a few seconds before the scheduler gives up on the call.
       { signal, deadline: Date.now() + timeoutMs - Math.min(5000, timeoutMs / 10) },

@@ -1,3 +1,4 @@
+import { networkPolicySchema, sandboxNetworkSchema } from '../network/policy.ts';
 import * as z from '../zod.ts';
 import { envSchema, labelsSchema, listQuerySchema } from './common.ts';
 import {
@@ -33,6 +34,8 @@ export const createSandboxSchema = z.strictObject({
   queueTimeoutSeconds: z.optional(z.int().check(z.gte(1), z.lte(24 * 3600))),
   /** Overrides the template's and the org's default idle policy; null: none for this sandbox. */
   idle: z.optional(z.nullable(idlePolicySchema)),
+  /** Overrides the template's and the installation's default egress policy (docs/network.md). */
+  network: z.optional(networkPolicySchema),
 });
 export type CreateSandboxRequest = z.infer<typeof createSandboxSchema>;
 
@@ -61,6 +64,8 @@ export const sandboxSchema = z.object({
   operation: z.nullable(sandboxOperationSchema),
   /** Its idle policy (null: none); `idledAt` while it is paused or stopped for idleness. */
   idle: z.nullable(sandboxIdleSchema),
+  /** Its egress policy in force (null: none asked for, the pool's own network; docs/network.md). */
+  network: z.nullable(sandboxNetworkSchema),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 

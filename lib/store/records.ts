@@ -126,6 +126,8 @@ export function withDownMarks(views: PoolView[], marks: Map<string, PoolDownMark
   return merged;
 }
 
+import { sandboxNetworkSchema } from '../network/policy.ts';
+
 export { type PlacementPolicy, placementPolicySchema } from '../config.ts';
 
 export const sandboxRecordSchema = z.object({
@@ -160,6 +162,8 @@ export const sandboxRecordSchema = z.object({
   expiresAt: z.nullable(z.string()),
   /** Its idle policy, resolved at create (lib/sandboxes/idle.ts); null: none. */
   idle: z._default(z.nullable(sandboxIdleSchema), null),
+  /** Its egress policy, resolved at create (lib/network/policy.ts); null: none (and records before it). */
+  network: z._default(z.nullable(sandboxNetworkSchema), null),
   /** What it holds of and owes to budgets (lib/budgets/billing.ts); null until it is first activated. */
   billing: z._default(z.nullable(sandboxBillingSchema), null),
   /** The last lifecycle operation (records written before operations were asynchronous have none). */

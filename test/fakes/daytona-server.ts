@@ -27,6 +27,9 @@ interface FakeSandbox {
   /** Minutes; 0 never. */
   autoStopInterval: number;
   lastActivityAt: number;
+  /** Daytona's network limits (docs: network-limits): block everything, or only these IPv4 CIDRs. */
+  networkBlockAll: boolean;
+  networkAllowList?: string;
 }
 
 export class DaytonaFake extends FakeProvider {
@@ -135,6 +138,8 @@ export class DaytonaFake extends FakeProvider {
       toolboxProxyUrl: `${this.url}/toolbox`,
       autoStopInterval: s.autoStopInterval,
       lastActivityAt: new Date(s.lastActivityAt).toISOString(),
+      networkBlockAll: s.networkBlockAll,
+      ...(s.networkAllowList !== undefined && { networkAllowList: s.networkAllowList }),
       ...(s.errorReason !== undefined && { errorReason: s.errorReason }),
     };
   }
@@ -258,6 +263,9 @@ export class DaytonaFake extends FakeProvider {
     if (snapshot.includes('missing'))
       return this.#apiError(res, 400, `Snapshot ${snapshot} not found`, '/api/sandbox');
     const fromSnapshot = this.snapshots.get(snapshot);
+    const allowList = typeof b.networkAllowList === 'string' ? b.networkAllowList : undefined;
+    const badAllowList = allowList === undefined ? undefined : invalidAllowList(allowList);
+    if (badAllowList !== undefined) return this.#apiError(res, 400, badAllowList, '/api/sandbox');
     const s: FakeSandbox = {
       id,
       name,
@@ -270,6 +278,8 @@ export class DaytonaFake extends FakeProvider {
       createdAt: Date.now(),
       autoStopInterval: typeof b.autoStopInterval === 'number' ? b.autoStopInterval : 15,
       lastActivityAt: this.#now(),
+      networkBlockAll: b.networkBlockAll === true,
+      ...(allowList !== undefined && allowList !== '' && { networkAllowList: allowList }),
     };
     if (this.faults.nextSandboxErrors) {
       this.faults.nextSandboxErrors = false;
@@ -466,4 +476,20 @@ function statusText(status: number): string {
       503: 'Service Unavailable',
     }[status] ?? 'Error'
   );
+}
+
+/**
+ * Daytona's rule for networkAllowList (network-limits): comma-separated IPv4 CIDRs, each with its /N, at
+ * most 10; hostnames and IPv6 are refused. Undefined when the list is valid.
+ */
+function invalidAllowList(list: string): string | undefined {
+  if (list === '') return undefined;
+  const entries = list.split(',').map((entry) => entry.trim());
+  if (entries.length > 10) return 'networkAllowList takes at most 10 CIDR blocks';
+  for (const entry of entries) {
+    const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(entry);
+    if (match === null || match.slice(1, 5).some((octet) => Number(octet) > 255) || Number(match[5]) > 32)
+      return `networkAllowList: ${entry} is not an IPv4 CIDR block (a.b.c.d/N)`;
+  }
+  return undefined;
 }

@@ -34,6 +34,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     operation: null,
     billing: null,
     idle: null,
+    network: null,
     ...overrides,
   };
 }

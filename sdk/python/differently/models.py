@@ -34,6 +34,7 @@ class Sandbox(TypedDict):
     expiresAt: str | None
     operation: dict[str, Any] | None
     idle: dict[str, Any] | None
+    network: dict[str, Any] | None
 
 
 class _UpdatedSandboxRequired(TypedDict):
@@ -57,6 +58,7 @@ class _UpdatedSandboxRequired(TypedDict):
     expiresAt: str | None
     operation: dict[str, Any] | None
     idle: dict[str, Any] | None
+    network: dict[str, Any] | None
 
 
 class UpdatedSandbox(_UpdatedSandboxRequired, total=False):
@@ -355,6 +357,7 @@ class CreateSandboxRequest(TypedDict, total=False):
     projectId: str
     queueTimeoutSeconds: int
     idle: dict[str, Any] | None
+    network: dict[str, Any]
 
 
 class UpdateSandboxRequest(TypedDict, total=False):

@@ -76,18 +76,21 @@ describe('E2B requests mapped onto Differently', () => {
     expect(
       refusedCreateOptions({
         autoPause: true,
-        network: { denyOut: [] },
+        network: { denyOut: [], rules: { 'api.example.com': [] } },
         mcp: {},
         volumeMounts: [{ name: 'v', path: '/v' }],
       }),
-    ).toEqual(['network', 'mcp', 'volumeMounts']);
+    ).toEqual(['network.rules', 'mcp', 'volumeMounts']);
     // autoPause maps onto the idle policy, which resumes on the next call: autoResume off cannot be kept.
     expect(refusedCreateOptions({ autoPause: true, autoResume: { enabled: true } })).toEqual([]);
     expect(refusedCreateOptions({ autoPause: true, autoResume: { enabled: false } })).toEqual([
       'autoResume: {enabled: false} (an idle-paused sandbox resumes on its next call)',
     ]);
-    expect(refusedCreateOptions({ allow_internet_access: false })).toEqual([
-      'allow_internet_access: false (no per-sandbox egress control)',
+    // Egress is the one policy now (lib/e2b/network.ts): denying all traffic is taken, a deny-list is not.
+    expect(refusedCreateOptions({ allow_internet_access: false })).toEqual([]);
+    expect(refusedCreateOptions({ network: { denyOut: ['0.0.0.0/0'], allowOut: ['pypi.org'] } })).toEqual([]);
+    expect(refusedCreateOptions({ network: { denyOut: ['10.0.0.0/8'] } })).toEqual([
+      'network.denyOut of some ranges only (10.0.0.0/8): deny all traffic (0.0.0.0/0) and list what is allowed in allowOut',
     ]);
   });
 });
