@@ -137,4 +137,18 @@ describe('the Daytona fake, as the official clients read it', () => {
     await sandbox.delete(60, true);
     await expect(daytona.get(sandbox.id)).rejects.toThrow(/not found/);
   });
+
+  it('takes the network limits the adapter sends (block-all, an IPv4 CIDR allow-list) and refuses what Daytona refuses', async () => {
+    const blocked = await daytona.create({ networkBlockAll: true }, { timeout: 60 });
+    expect(blocked.networkBlockAll).toBe(true);
+    const listed = await daytona.create(
+      { networkAllowList: '203.0.113.0/24,198.51.100.7/32' },
+      { timeout: 60 },
+    );
+    expect((await daytona.get(listed.id)).networkAllowList).toBe('203.0.113.0/24,198.51.100.7/32');
+    await expect(daytona.create({ networkAllowList: 'pypi.org' }, { timeout: 60 })).rejects.toThrow(
+      /not an IPv4 CIDR block/,
+    );
+    for (const one of [blocked, listed]) await daytona.delete(one);
+  });
 });

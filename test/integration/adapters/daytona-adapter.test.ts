@@ -54,6 +54,48 @@ describe('the Daytona adapter', () => {
     });
   });
 
+  it('maps egress deny to networkBlockAll and an allow-list of IPv4 addresses and ranges to networkAllowList', async () => {
+    const network = (egress: 'allow' | 'deny' | 'allowlist', allow: string[] = []) => ({
+      egress,
+      allow,
+      denyAlways: ['169.254.0.0/16'],
+      from: 'request' as const,
+    });
+    const denied = request({ network: network('deny') });
+    await adapter.create(denied);
+    expect(fake.received.createBodies.at(-1)).toMatchObject({ networkBlockAll: true });
+    expect(fake.received.createBodies.at(-1)).not.toHaveProperty('networkAllowList');
+    const listed = request({ network: network('allowlist', ['203.0.113.0/24', '198.51.100.7']) });
+    const instance = await adapter.create(listed);
+    expect(fake.received.createBodies.at(-1)).toMatchObject({
+      networkAllowList: '203.0.113.0/24,198.51.100.7/32',
+    });
+    expect([...fake.sandboxes.values()].find((s) => s.id === instance.ref)?.networkAllowList).toBe(
+      '203.0.113.0/24,198.51.100.7/32',
+    );
+    // What Daytona cannot take is refused before any call, naming why.
+    for (const [policy, why] of [
+      [network('allowlist', ['2001:db8::/32']), 'IPv4 addresses and CIDR blocks only'],
+      [
+        network(
+          'allowlist',
+          Array.from({ length: 11 }, (_, i) => `10.0.${i}.0/24`),
+        ),
+        'at most 10',
+      ],
+      [network('allow'), 'allow-list only'],
+    ] as const) {
+      expect(await failure(adapter.create(request({ network: policy })))).toMatchObject({
+        code: 'unsupported_operation',
+        details: { reason: expect.stringContaining(why) },
+      });
+    }
+    expect((await adapter.capabilities()).features).toEqual(
+      expect.arrayContaining(['network.egress.deny', 'network.egress.allowlist']),
+    );
+    expect((await adapter.capabilities()).features).not.toContain('network.egress.domains');
+  });
+
   it('stays idempotent while the listing lags: Create looks up by name, not by the search index', async () => {
     fake.faults.listingLagMs = 60_000;
     try {

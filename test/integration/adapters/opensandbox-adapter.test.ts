@@ -115,6 +115,44 @@ describe('the OpenSandbox mappings', () => {
   });
 });
 
+describe("the OpenSandbox adapter's per-sandbox egress", () => {
+  const config = openSandboxConfigSchema.parse({ apiURL: 'http://x', egress: 'per-sandbox' });
+  const adapter = new OpenSandboxAdapter(config);
+  const network = (egress: 'allow' | 'deny' | 'allowlist', allow: string[] = []) => ({
+    egress,
+    allow,
+    denyAlways: ['169.254.0.0/16'],
+    from: 'request' as const,
+  });
+
+  it('sends each sandbox its own sidecar policy (deny, or its domains), none without one, valid by the spec', () => {
+    const valid = new Ajv({ strict: false }).compile(createSandboxRequestSchema);
+    const denied = adapter.createBody(request({ network: network('deny') }));
+    expect(denied.networkPolicy).toEqual({ defaultAction: 'deny', egress: [] });
+    const listed = adapter.createBody(
+      request({ network: network('allowlist', ['pypi.org', '*.github.com']) }),
+    );
+    expect(listed.networkPolicy).toEqual({
+      defaultAction: 'deny',
+      egress: [
+        { action: 'allow', target: 'pypi.org' },
+        { action: 'allow', target: '*.github.com' },
+      ],
+    });
+    const none = adapter.createBody(request());
+    expect(none).not.toHaveProperty('networkPolicy');
+    for (const body of [denied, listed, none]) expect(valid(body), JSON.stringify(valid.errors)).toBe(true);
+  });
+
+  it('declares only what the sidecar enforces', async () => {
+    const declared = (await adapter.capabilities()).features;
+    expect(declared).toEqual(expect.arrayContaining(['network.egress.deny', 'network.egress.domains']));
+    for (const missing of ['network.egress.allow', 'network.egress.allowlist', 'network.egress.ports'])
+      expect(declared).not.toContain(missing);
+    expect(() => adapter.createBody(request({ network: network('allow') }))).toThrow(/egress allow/);
+  });
+});
+
 describe("the OpenSandbox adapter against its fake server: the seeds' scenarios", () => {
   let fake: OpenSandboxFake;
   let adapter: OpenSandboxAdapter;
