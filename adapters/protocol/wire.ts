@@ -4,6 +4,7 @@
  */
 
 import { errorCodes } from '../../lib/errors.ts';
+import { sandboxNetworkSchema } from '../../lib/network/policy.ts';
 import { processSignals } from '../../lib/schemas/processes.ts';
 import * as z from '../../lib/zod.ts';
 
@@ -132,6 +133,11 @@ export const createRequestSchema = z.pipe(
       z.transform((value) => (value === 0 || value === null ? undefined : value)),
     ),
     fromSnapshot: optionalText(512),
+    /** The sandbox's egress policy, sent only to a plugin that declared the network.egress.* it needs. */
+    network: z.pipe(
+      z.nullish(sandboxNetworkSchema),
+      z.transform((value) => value ?? undefined),
+    ),
   }),
   z.transform(defined),
 );

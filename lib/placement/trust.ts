@@ -38,13 +38,22 @@ export async function trustReport(pools: PoolRegistry, config: Config, now = new
       limitations,
       prices: pool.config.prices ?? freePrices,
       receivesExternalWork: pool.config.trust === 'external' && receives(pool),
+      egress: egressEnforced(pools.featuresOf(pool.config.name)),
     };
   });
   return {
     policy: { ...policy, source: pools.policySource() },
     pools: entries,
     externalPoolsInUse: entries.filter((entry) => entry.receivesExternalWork).map((entry) => entry.name),
+    network: { default: config.network.default ?? null, denyAlways: config.network.denyAlways },
     classifications: config.classifications,
     generatedAt: now.toISOString(),
   };
+}
+
+const egressKinds = ['allow', 'deny', 'allowlist', 'domains', 'ports'] as const;
+
+/** The egress policies a pool's features say it enforces per sandbox, in a fixed order. */
+function egressEnforced(features: readonly string[]): (typeof egressKinds)[number][] {
+  return egressKinds.filter((kind) => features.includes(`network.egress.${kind}`));
 }

@@ -1,5 +1,6 @@
 import { poolPricesSchema } from '../budgets/prices.ts';
 import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
+import { networkPolicySchema } from '../network/policy.ts';
 import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
 import * as z from '../zod.ts';
 
@@ -88,6 +89,11 @@ export const trustPoolSchema = z.object({
   prices: poolPricesSchema,
   /** Whether the current policy lets this pool receive work from tenants whose classification allows it. */
   receivesExternalWork: z.boolean(),
+  /**
+   * The egress policies it enforces per sandbox (docs/network.md): the modes and allow-list kinds of its
+   * `network.egress.*` features; empty: a sandbox asking for a policy is never placed here.
+   */
+  egress: z.array(z.enum(['allow', 'deny', 'allowlist', 'domains', 'ports'])),
 });
 
 export const trustReportSchema = z.object({
@@ -95,6 +101,8 @@ export const trustReportSchema = z.object({
   pools: z.array(trustPoolSchema),
   /** External pools that receive work under the current policy. */
   externalPoolsInUse: z.array(z.string()),
+  /** The installation's egress settings: the default policy (null: none) and the deny-list no policy opens. */
+  network: z.object({ default: z.nullable(networkPolicySchema), denyAlways: z.array(z.string()) }),
   classifications: z.record(
     z.string(),
     z.object({ allowExternal: z.boolean(), description: z.optional(z.string()) }),

@@ -274,7 +274,10 @@ describe('the E2B-compatible API, driven by the E2B SDK', () => {
     await expect(
       Sandbox.create({ apiKey, lifecycle: { onTimeout: 'pause', autoResume: false } }),
     ).rejects.toThrow(/autoResume/);
-    await expect(Sandbox.create({ apiKey, network: { denyOut: ['0.0.0.0/0'] } })).rejects.toThrow(/network/);
+    // Denying all traffic is an egress policy now (docs/network.md); a tenant's deny-list is not.
+    await expect(Sandbox.create({ apiKey, network: { denyOut: ['10.0.0.0/8'] } })).rejects.toThrow(
+      /network\.denyOut of some ranges only/,
+    );
     await expect(Sandbox.create('no-such-template', { apiKey })).rejects.toThrow(/template no-such-template/);
     const sandbox = await Sandbox.create({ apiKey });
     try {

@@ -75,6 +75,14 @@ describe('egress policy per sandbox', () => {
     await tenant.deleteSandbox(sandbox.id);
   });
 
+  it('shows in the trust report what each pool enforces, and the installation’s deny-list', async () => {
+    const report = await tenant.trust();
+    const egressOf = (name: string) => report.pools.find((pool) => pool.name === name)?.egress;
+    expect(egressOf('guarded')).toEqual(['allow', 'deny', 'allowlist', 'domains', 'ports']);
+    expect(egressOf('open')).toEqual([]);
+    expect(report.network).toEqual({ default: null, denyAlways: ['169.254.0.0/16', '10.20.0.0/16'] });
+  });
+
   it('leaves a sandbox that asks for no policy to any pool, with none in force', async () => {
     const sandbox = await tenant.waitUntilRunning(
       (await tenant.createSandbox({ placement: { allowedPools: ['open'] } })).id,
@@ -160,6 +168,10 @@ describe('egress policy per sandbox', () => {
     expect(info.allowInternetAccess).toBe(false);
     await expect(Sandbox.create({ apiKey, network: { denyOut: ['10.0.0.0/8'] } })).rejects.toThrow(
       /denyOut of some ranges only \(10\.0\.0\.0\/8\)/,
+    );
+    // A policy is fixed at create: the SDK's update is refused, naming the route.
+    await expect(listed.updateNetwork({ allowOut: ['example.com'] })).rejects.toThrow(
+      /PUT .*\/network is not offered/,
     );
     for (const sandbox of [offline, listed]) await sandbox.kill();
   });

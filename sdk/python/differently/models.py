@@ -186,6 +186,7 @@ class TrustReport(TypedDict):
     policy: dict[str, Any]
     pools: list[dict[str, Any]]
     externalPoolsInUse: list[str]
+    network: dict[str, Any]
     classifications: dict[str, Any]
     generatedAt: str
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
+import { FakeAdapter, fakeDefaultFeatures } from '../../../adapters/fake/fake-adapter.ts';
 import { createProtocolHandler } from '../../../adapters/protocol/handler.ts';
 import { lambdaAdapterHandler } from '../../../adapters/protocol/lambda.ts';
 import { type AdapterServer, startAdapterServer } from '../../../adapters/protocol/server.ts';
@@ -143,7 +143,11 @@ describe('the adapter protocol handler', () => {
         capabilities: { features: string[] };
       };
       // Declared by the fake, dropped by EffectiveFeatures: this adapter has none of the optional interfaces.
-      expect(info.capabilities.features).toEqual(['exec']);
+      // The egress features are declaration-only (no interface): they pass through as declared.
+      expect(info.capabilities.features).toEqual([
+        'exec',
+        ...fakeDefaultFeatures.filter((feature) => feature.startsWith('network.egress.')),
+      ]);
       for (const [method, path] of [
         ['POST', '/instances/r/stop'],
         ['POST', '/instances/r/pause'],
