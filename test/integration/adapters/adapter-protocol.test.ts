@@ -125,6 +125,31 @@ describe('the adapter protocol handler', () => {
     expect(await big.json()).toMatchObject({ error: { code: 'payload_too_large' } });
   });
 
+  it("hands a create's egress policy to the adapter behind it, through the remote client, and refuses a malformed one", async () => {
+    const remote = new RemoteAdapter(remoteConfigSchema.parse({ endpoint: server.url }), token);
+    const network = {
+      egress: 'allowlist' as const,
+      allow: ['pypi.org:443', '10.0.0.0/8'],
+      denyAlways: ['169.254.0.0/16'],
+      from: 'request' as const,
+    };
+    const id = 'sbx_protocol_network';
+    await remote.create({
+      id,
+      installation: 'inst_p',
+      resources: { cpu: 1, memoryMiB: 512, diskGiB: 1 },
+      env: {},
+      labels: {},
+      network,
+    });
+    expect(fake.createRequests.find((request) => request.id === id)?.network).toEqual(network);
+    const malformed = await call('POST', '/instances', {
+      body: JSON.stringify({ id: 'sbx_bad_network', installation: 'inst_p', network: { egress: 'open' } }),
+    });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: { code: 'invalid_request' } });
+  });
+
   it('answers 501 for optional routes an adapter lacks', async () => {
     const bare: ExecutionAdapter = {
       info: () => fake.info(),
