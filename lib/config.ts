@@ -9,6 +9,7 @@ import {
   networkPolicySchema,
 } from './network/policy.ts';
 import { idlePolicySchema, requestedResourcesSchema } from './schemas/sandbox-parts.ts';
+import { warmSettingsSchema, warmTargetsSchema } from './schemas/warm-targets.ts';
 import * as z from './zod.ts';
 
 const poolNamePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -72,6 +73,8 @@ export const poolConfigSchema = z.strictObject({
   credentials: z.optional(credentialRefSchema),
   /** Declared features; the effective list drops those whose interface the adapter lacks. */
   features: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(64)))),
+  /** Warm targets: instances kept ready for creates that match them (lib/warm/, docs/placement.md). */
+  warm: z.optional(warmTargetsSchema),
 });
 export type PoolConfig = z.infer<typeof poolConfigSchema>;
 
@@ -213,6 +216,8 @@ export const configSchema = z
       }),
       { denyAlways: [...defaultDenyAlways] },
     ),
+    /** Warm pools across the installation: what their instances may cost together (docs/placement.md). */
+    warm: z._default(warmSettingsSchema, {}),
     /** The policy until an admin replaces it with PUT /v1/admin/policy (then the stored one rules). */
     policy: z._default(placementPolicySchema, { allowExternal: false, externalPools: [] }),
     scheduler: z._default(

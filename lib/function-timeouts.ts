@@ -28,7 +28,8 @@ export function functionTimeouts(config: Config): Record<FunctionName, number> {
     webhooks: queues.webhooks.workerTimeoutSeconds,
     sweep: 300,
     reconcile: 300,
-    // Probes run in parallel, each bounded by its own timeout: a minute is ample.
-    poolRefresh: 60,
+    // Probes run in parallel, each bounded by its own timeout; then the warm refill's Creates, each bounded
+    // by the provision timeout (lib/warm/refill.ts is given that plus 30 s).
+    poolRefresh: Math.min(900, config.scheduler.provisionTimeoutSeconds + 60),
   };
 }

@@ -1,6 +1,7 @@
 import { poolPricesSchema } from '../budgets/prices.ts';
 import { credentialRefSchema, placementPolicySchema, poolConfigSchema } from '../config.ts';
 import { networkPolicySchema } from '../network/policy.ts';
+import { warmTargetStatusSchema, warmTargetsSchema } from '../schemas/warm-targets.ts';
 import { capabilitiesSchema, capacitySchema } from '../store/records.ts';
 import * as z from '../zod.ts';
 
@@ -27,6 +28,8 @@ export const updatePoolSchema = z
     config: z.optional(z.record(z.string(), z.unknown())),
     credentials: z.optional(z.nullable(credentialRefSchema)),
     features: z.optional(z.nullable(z.array(z.string().check(z.minLength(1), z.maxLength(64))))),
+    /** Replaces the pool's warm targets; null or [] keeps none (docs/placement.md). */
+    warm: z.optional(z.nullable(warmTargetsSchema)),
   })
   .check(
     z.refine((patch) => Object.keys(patch).length > 0, { message: 'name at least one field to change' }),
@@ -57,9 +60,11 @@ export const poolSchema = z.object({
   health: poolHealthSchema,
   capabilities: z.nullable(capabilitiesSchema),
   capacity: z.nullable(capacitySchema),
-  /** Slots taken by provisioning, running, paused and stopped sandboxes. */
+  /** Slots taken by provisioning, running, paused and stopped sandboxes, and by warm instances. */
   active: z.int(),
   refreshedAt: z.nullable(z.string()),
+  /** Its warm targets and their instances now (docs/placement.md, "Warm pools"). */
+  warm: z.array(warmTargetStatusSchema),
 });
 export type PoolDetail = z.infer<typeof poolSchema>;
 
@@ -94,6 +99,8 @@ export const trustPoolSchema = z.object({
    * `network.egress.*` features; empty: a sandbox asking for a policy is never placed here.
    */
   egress: z.array(z.enum(['allow', 'deny', 'allowlist', 'domains', 'ports'])),
+  /** Its warm targets: creates that match one may be answered from an instance made ahead of them. */
+  warm: z.array(warmTargetStatusSchema),
 });
 
 export const trustReportSchema = z.object({

@@ -4,13 +4,15 @@ import { errors } from '../errors.ts';
 import type { PoolStore } from '../store/pools/port.ts';
 import type { PlacementPolicy, PoolRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { WarmStore } from '../store/warm/port.ts';
+import { warmStatusOf } from '../warm/status.ts';
 import type * as z from '../zod.ts';
 import type { createPoolSchema, PoolDetail, updatePoolSchema } from './admin-schemas.ts';
 import type { Pool, PoolRegistry, PoolSpec } from './registry.ts';
 
 export interface PoolAdminDeps {
   pools: PoolRegistry;
-  store: PoolStore & SandboxStore;
+  store: PoolStore & SandboxStore & WarmStore;
   config: Config;
   now?: () => Date;
 }
@@ -172,6 +174,7 @@ export class PoolAdmin {
       capacity: view?.capacity ?? null,
       active: await this.#deps.store.getPoolUsage(name),
       refreshedAt: view?.refreshedAt ?? null,
+      warm: await warmStatusOf(this.#deps.store, pool, this.#deps.config, new Date()),
     };
   }
 }

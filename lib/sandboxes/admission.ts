@@ -37,6 +37,8 @@ export interface Admission {
   idle: SandboxIdle | null;
   /** Its egress policy in force (lib/network/policy.ts), whose features are among `capabilities`. */
   network: SandboxNetwork | null;
+  /** The permitted, eligible pools healthy now, in placement order: where a warm instance may answer it. */
+  warmPools: string[];
 }
 
 /**
@@ -136,6 +138,7 @@ export async function admit(
     regions,
     maxQueued: org.quota.maxQueued,
     network,
+    warmPools: eligible.filter((pool) => pool.healthy).map((pool) => pool.config.name),
     idle: resolveIdlePolicy(
       request.idle,
       deps.config.templates.find((entry) => entry.name === template)?.idle,

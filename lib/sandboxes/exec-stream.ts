@@ -4,6 +4,7 @@ import { describeError } from '../log.ts';
 import type { ExecStreamLine } from '../schemas/exec-stream-lines.ts';
 import type { ExecRequest } from '../schemas/sandboxes.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { commandEnv } from './command-env.ts';
 import { requireRunAsOffered } from './run-as.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
 import { requireRunning } from './status-guards.ts';
@@ -46,22 +47,19 @@ export async function prepareExecStream(
   const streams = deps.pools.featuresOf(record.pool).includes('exec.stream') && isStreamer(adapter);
   const ref = record.backendRef;
   const timeoutSeconds = request.timeoutSeconds ?? maxStreamSeconds;
+  const env = commandEnv(record, request.env);
+  const command = { ...request, timeoutSeconds, ...(env !== undefined && { env }) };
   const limit = AbortSignal.timeout((timeoutSeconds + 30) * 1000);
   const options = { signal: cancelled === undefined ? limit : AbortSignal.any([limit, cancelled]) };
   return async (send) => {
     const stillActive = sandboxes.keepActive(record);
     try {
       if (streams) {
-        const exitCode = await adapter.execStream(
-          ref,
-          { ...request, timeoutSeconds },
-          (event) => send(event),
-          options,
-        );
+        const exitCode = await adapter.execStream(ref, command, (event) => send(event), options);
         await send({ exitCode });
         return;
       }
-      const result = await adapter.exec(ref, { ...request, timeoutSeconds }, options);
+      const result = await adapter.exec(ref, command, options);
       if (result.stdout !== '') await send({ stream: 'stdout', data: result.stdout });
       if (result.stderr !== '') await send({ stream: 'stderr', data: result.stderr });
       await send({ exitCode: result.exitCode });

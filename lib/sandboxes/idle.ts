@@ -6,6 +6,8 @@ import {
   isPauser,
 } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
+import { describeError, type Log } from '../log.ts';
+import type { WorkQueue } from '../queue/port.ts';
 import type { IdlePolicy, SandboxIdle } from '../schemas/sandbox-parts.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
@@ -139,5 +141,35 @@ export function followBackendIdle(
       idle: { ...idle, idledAt: now.toISOString() },
     },
     { now, actor: actors.system, cause: 'idle' },
+  );
+}
+
+/**
+ * A sandbox with an idle policy just started running (created, resumed, started): its stretch of
+ * activity begins now, and a check is queued for when it would fall idle. Best effort: a lost check
+ * leaves the sandbox running until its TTL, as it would without the policy, and is logged.
+ */
+export async function startIdleClock(
+  deps: { store: SandboxStore; queue: WorkQueue; log: Log },
+  record: SandboxRecord,
+  now: Date,
+): Promise<void> {
+  if (record.idle === null || record.status !== 'running' || record.idle.runningSince === null) return;
+  try {
+    await deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
+    await sendCheck(deps.queue, record, record.idle.afterSeconds);
+  } catch (error) {
+    deps.log.warn('could not start the idle clock; the sandbox runs until its TTL', {
+      sandboxId: record.id,
+      error: describeError(error),
+    });
+  }
+}
+
+export function sendCheck(queue: WorkQueue, record: SandboxRecord, seconds: number): Promise<void> {
+  return queue.send(
+    'operations',
+    { sandboxId: record.id, orgId: record.orgId, idleSince: record.idle?.runningSince ?? '' },
+    { delaySeconds: Math.min(maxCheckDelaySeconds, Math.max(1, seconds)) },
   );
 }

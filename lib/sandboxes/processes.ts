@@ -11,6 +11,7 @@ import type { ExecStreamLine } from '../schemas/exec-stream-lines.ts';
 import type { ProcessView, StartProcessRequest, StdinRequest } from '../schemas/processes.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { commandEnv } from './command-env.ts';
 import { maxStreamSeconds } from './exec-stream.ts';
 import { requireRunAsOffered } from './run-as.ts';
 import type { SandboxService, SandboxServiceDeps } from './service.ts';
@@ -61,7 +62,7 @@ export class SandboxProcesses {
     const started = await host.startProcess(record.backendRef, {
       argv: request.command !== undefined ? [request.command] : (request.args ?? []),
       shell: request.command !== undefined,
-      env: request.env ?? {},
+      env: commandEnv(record, request.env) ?? {},
       ...(request.cwd !== undefined && { cwd: request.cwd }),
       ...(request.pty !== undefined && { pty: request.pty }),
       ...(request.tag !== undefined && { tag: request.tag }),

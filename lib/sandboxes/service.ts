@@ -24,11 +24,14 @@ import { readAlong } from '../store/request-reads.ts';
 import type { SandboxFilter, SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
+import type { WarmStore } from '../store/warm/port.ts';
 import type { OrgPrincipal } from '../tenancy/auth.ts';
+import { answerFromWarm, logWarmAnswer } from '../warm/claim.ts';
 import { admit } from './admission.ts';
+import { commandEnv } from './command-env.ts';
 import { boundExecResult } from './exec-output.ts';
 import { prepareExecStream } from './exec-stream.ts';
-import { followBackendIdleOf, idledAwaitingAccess, wentIdle } from './idle.ts';
+import { followBackendIdleOf, idledAwaitingAccess, startIdleClock, wentIdle } from './idle.ts';
 import { requestLifecycle } from './lifecycle-request.ts';
 import { requireRunAsOffered } from './run-as.ts';
 import { requireRunning } from './status-guards.ts';
@@ -63,7 +66,7 @@ export async function waitWhile<T>(
 }
 
 export interface SandboxServiceDeps {
-  store: TenancyStore & SandboxStore & SnapshotStore;
+  store: TenancyStore & SandboxStore & SnapshotStore & WarmStore;
   queue: WorkQueue;
   pools: PoolRegistry;
   config: Config;
@@ -139,6 +142,7 @@ export class SandboxService {
       billing: null,
       idle: admitted.idle,
       network: admitted.network,
+      warm: null,
     };
     const idempotency =
       idempotencyKey === undefined
@@ -150,18 +154,29 @@ export class SandboxService {
             requestHash: createHash('sha256').update(canonicalJson(request)).digest('hex'),
             expiresAt: new Date(nowDate.getTime() + idempotencyWindowSeconds * 1000).toISOString(),
           };
-    // Record first, message second: if the send fails the sandbox stays queued and the sweep requeues it.
-    const result = await this.#deps.store.createSandbox(
-      record,
-      {
-        actor: principal.keyId,
-        action: 'sandbox.created',
-        target: record.id,
-        details: { projectId, resources, template: record.template, network: record.network },
+    const creation = (sandbox: SandboxRecord) => ({
+      actor: principal.keyId,
+      action: 'sandbox.created',
+      target: sandbox.id,
+      details: {
+        projectId,
+        resources,
+        template: sandbox.template,
+        network: sandbox.network,
+        // A claimed warm instance is running from its creation: its one event says where.
+        ...(sandbox.warm !== null && { warm: { pool: sandbox.pool, readyAt: sandbox.warm.readyAt } }),
       },
-      idempotency,
-      { maxWaiting: admitted.maxQueued },
-    );
+    });
+    const warm = await answerFromWarm(this.#deps, record, admitted.warmPools, creation, idempotency, nowDate);
+    logWarmAnswer(this.#deps.log, warm, record, nowDate);
+    if (warm.kind !== 'miss') {
+      if (warm.kind === 'claimed') await startIdleClock(this.#deps, warm.sandbox, nowDate);
+      return { sandbox: sandboxView(warm.sandbox), replayed: warm.kind === 'replayed' };
+    }
+    // Record first, message second: if the send fails the sandbox stays queued and the sweep requeues it.
+    const result = await this.#deps.store.createSandbox(record, creation(record), idempotency, {
+      maxWaiting: admitted.maxQueued,
+    });
     if (!result.replayed) await this.#enqueue('provision', result.sandbox);
     return { sandbox: sandboxView(result.sandbox), replayed: result.replayed };
   }
@@ -312,7 +327,11 @@ export class SandboxService {
     try {
       const result = await adapter.exec(
         record.backendRef,
-        { ...request, timeoutSeconds: Math.min(request.timeoutSeconds ?? syncExecMaxSeconds, left) },
+        {
+          ...request,
+          ...withEnv(commandEnv(record, request.env)),
+          timeoutSeconds: Math.min(request.timeoutSeconds ?? syncExecMaxSeconds, left),
+        },
         // The adapter's own timeout is authoritative; this bound only stops a backend that never answers.
         // Adapters that collect output stop at maxOutputBytes; every result is bounded here as well.
         { signal: AbortSignal.timeout((syncExecMaxSeconds + 5) * 1000), maxOutputBytes },
@@ -474,4 +493,8 @@ export class SandboxService {
 /** On its way back from an idle pause or stop, because a call asked for it. */
 function resumingAfterIdle(record: SandboxRecord): boolean {
   return (record.status === 'resuming' || record.status === 'starting') && record.operation?.cause === 'idle';
+}
+
+function withEnv(env: Record<string, string> | undefined): { env?: Record<string, string> } {
+  return env === undefined ? {} : { env };
 }

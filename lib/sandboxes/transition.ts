@@ -84,5 +84,6 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     expiresAt: record.expiresAt,
     operation: record.operation,
     idle: record.idle,
+    warm: record.warm,
   };
 }

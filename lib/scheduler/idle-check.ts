@@ -1,16 +1,14 @@
 import type { ExecutionAdapter } from '../adapter/port.ts';
 import { actors } from '../audit/chain.ts';
 import { isApiError } from '../errors.ts';
-import { describeError, type Log } from '../log.ts';
+import type { Log } from '../log.ts';
 import type { PoolRegistry } from '../pools/registry.ts';
 import { done, retryAfter, type WorkOutcome } from '../queue/outcome.ts';
 import type { WorkMessage, WorkQueue } from '../queue/port.ts';
-import {
-  followBackendIdleOf,
-  idleActionOnPool,
-  maxCheckDelaySeconds,
-  secondsUntilIdle,
-} from '../sandboxes/idle.ts';
+import { followBackendIdleOf, idleActionOnPool, secondsUntilIdle, sendCheck } from '../sandboxes/idle.ts';
+
+export { startIdleClock } from '../sandboxes/idle.ts';
+
 import { requestLifecycle } from '../sandboxes/lifecycle-request.ts';
 import type { SandboxIdle } from '../schemas/sandbox-parts.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -22,36 +20,6 @@ export interface IdleCheckDeps {
   queue: WorkQueue;
   log: Log;
   now?: () => Date;
-}
-
-/**
- * A sandbox with an idle policy just started running (created, resumed, started): its stretch of
- * activity begins now, and a check is queued for when it would fall idle. Best effort: a lost check
- * leaves the sandbox running until its TTL, as it would without the policy, and is logged.
- */
-export async function startIdleClock(
-  deps: Pick<IdleCheckDeps, 'store' | 'queue' | 'log'>,
-  record: SandboxRecord,
-  now: Date,
-): Promise<void> {
-  if (record.idle === null || record.status !== 'running' || record.idle.runningSince === null) return;
-  try {
-    await deps.store.touchSandbox(record.orgId, record.id, now.toISOString());
-    await sendCheck(deps.queue, record, record.idle.afterSeconds);
-  } catch (error) {
-    deps.log.warn('could not start the idle clock; the sandbox runs until its TTL', {
-      sandboxId: record.id,
-      error: describeError(error),
-    });
-  }
-}
-
-function sendCheck(queue: WorkQueue, record: SandboxRecord, seconds: number): Promise<void> {
-  return queue.send(
-    'operations',
-    { sandboxId: record.id, orgId: record.orgId, idleSince: record.idle?.runningSince ?? '' },
-    { delaySeconds: Math.min(maxCheckDelaySeconds, Math.max(1, seconds)) },
-  );
 }
 
 /**

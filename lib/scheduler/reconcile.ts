@@ -13,13 +13,14 @@ import type { AuditStore } from '../store/audit/port.ts';
 import type { LeaseStore } from '../store/leases/port.ts';
 import type { SandboxRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
+import type { WarmStore } from '../store/warm/port.ts';
 
 const leaseName = 'reconcile';
 const leaseSeconds = 300;
 const system = actors.reconciler;
 
 export interface ReconcileDeps {
-  store: SandboxStore & AuditStore & LeaseStore;
+  store: SandboxStore & AuditStore & LeaseStore & WarmStore;
   pools: PoolRegistry;
   queue: WorkQueue;
   config: Config;
@@ -40,6 +41,10 @@ export interface PoolReconcileReport {
   stopped: number;
   /** Instances or sandboxes left alone because they changed within the grace period. */
   inGrace: number;
+  /** Instances of the pool's warm instances (lib/warm/), not yet any sandbox's: left alone. */
+  warm: number;
+  /** Ready warm instances whose instance disappeared: their records removed, the next refill replaces them. */
+  warmLost: number;
 }
 
 export interface ReconcileReport {
@@ -99,6 +104,8 @@ async function reconcilePool(
     failed: 0,
     stopped: 0,
     inGrace: 0,
+    warm: 0,
+    warmLost: 0,
   };
   const adapter = deps.pools.get(pool)?.adapter;
   if (adapter === undefined) return { ...report, skipped: 'no adapter for this pool in this build' };
@@ -110,7 +117,8 @@ async function reconcilePool(
     return { ...report, skipped: `List failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   report.listed = instances.length;
-  const live = await allLiveOnPool(deps.store, pool);
+  const [live, warmRecords] = await Promise.all([allLiveOnPool(deps.store, pool), deps.store.listWarm(pool)]);
+  const warm = new Map(warmRecords.map((record) => [record.id, record]));
   const graceStart = now.getTime() - deps.config.scheduler.reconcileGraceSeconds * 1000;
   const inGrace = (record: SandboxRecord) => Date.parse(record.updatedAt) > graceStart;
   const staleProvisioning = (record: SandboxRecord) =>
@@ -140,6 +148,18 @@ async function reconcilePool(
     // nothing here, and one that nobody holds may be another installation's or a create still under way.
     // Left alone; the backend's own lifetime bounds it. Its ref still counts as listed below.
     if (instance.sandboxId === '') continue;
+    // A warm instance belongs to the installation until a claim makes it a sandbox: its Create may still be
+    // under way (no ref yet), and a second instance of one record is a duplicate like a sandbox's.
+    const ahead = warm.get(instance.sandboxId);
+    if (ahead !== undefined && (ahead.backendRef === null || ahead.backendRef === instance.ref)) {
+      report.warm++;
+      continue;
+    }
+    if (ahead !== undefined) {
+      if (await act('warm duplicate delete', undefined, () => remove(instance.ref)))
+        report.duplicatesDeleted++;
+      continue;
+    }
     const sandbox = live.get(instance.sandboxId) ?? (await deps.store.findSandbox(instance.sandboxId));
     if (sandbox !== undefined && inGrace(sandbox) && !isTerminal(sandbox.status)) {
       report.inGrace++;
@@ -182,6 +202,14 @@ async function reconcilePool(
       });
       if (adopted) report.adopted++;
     }
+  }
+
+  // Warm instances whose instance is gone (changed before the grace period, so it was listed if it lived).
+  for (const record of warm.values()) {
+    if (record.status !== 'ready' || record.backendRef === null || listedRefs.has(record.backendRef))
+      continue;
+    if (Date.parse(record.updatedAt) > graceStart) continue;
+    if (await deps.store.removeWarm(record)) report.warmLost++;
   }
 
   // Sandboxes: stale provisioning with no instance, disappeared instances, state to follow.

@@ -11,6 +11,10 @@ export const poolReconcileReportSchema = z.object({
   failed: z.int(),
   stopped: z.int(),
   inGrace: z.int(),
+  /** The pool's warm instances seen listed (not yet any sandbox's: left alone). */
+  warm: z.int(),
+  /** Ready warm instances whose instance had disappeared: their records removed, refilled next. */
+  warmLost: z.int(),
 });
 
 export const reconcileReportSchema = z.object({

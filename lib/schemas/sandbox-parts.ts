@@ -96,3 +96,12 @@ export const sandboxOperationSchema = z.object({
   cause: z._default(z.enum(['user', 'idle']), 'user'),
 });
 export type SandboxOperation = z.infer<typeof sandboxOperationSchema>;
+
+/** How a sandbox came warm (docs/placement.md, "Warm pools"): the instance it claimed, made ahead of it. */
+export const sandboxWarmSchema = z.object({
+  /** When its create claimed the instance. */
+  claimedAt: z.string(),
+  /** When the instance became ready, before any create named it. */
+  readyAt: z.string(),
+});
+export type SandboxWarm = z.infer<typeof sandboxWarmSchema>;

@@ -8,6 +8,7 @@ import {
   resourcesSchema,
   sandboxIdleSchema,
   sandboxOperationSchema,
+  sandboxWarmSchema,
 } from './sandbox-parts.ts';
 import { sandboxStatuses, waitReasons } from './sandbox-status.ts';
 
@@ -66,6 +67,8 @@ export const sandboxSchema = z.object({
   idle: z.nullable(sandboxIdleSchema),
   /** Its egress policy in force (null: none asked for, the pool's own network; docs/network.md). */
   network: z.nullable(sandboxNetworkSchema),
+  /** Set when it came from a warm pool: the instance was ready before the create (docs/placement.md). */
+  warm: z.nullable(sandboxWarmSchema),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 

@@ -17,6 +17,7 @@ import type {
   ProjectRecord,
   SandboxRecord,
   SnapshotRecord,
+  WarmRecord,
 } from './records.ts';
 import type { SandboxWriteEffects } from './sandboxes/write-effects.ts';
 
@@ -54,6 +55,8 @@ export class MemoryState {
   readonly projects = new Map<string, ProjectRecord>();
   readonly pools = new Map<string, PoolRecord>();
   readonly poolViews = new Map<string, PoolView>();
+  /** Warm instances by id (lib/store/warm/). */
+  readonly warm = new Map<string, WarmRecord>();
   policy: PlacementPolicy | undefined;
   poolsVersion: string | null = null;
   readonly now: () => Date;

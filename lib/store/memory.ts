@@ -7,6 +7,7 @@ import type { Store } from './port.ts';
 import { memorySandboxes } from './sandboxes/memory.ts';
 import { memorySnapshots } from './snapshots/memory.ts';
 import { memoryTenancy } from './tenancy/memory.ts';
+import { memoryWarm } from './warm/memory.ts';
 import { memoryWebhooks } from './webhooks/memory.ts';
 
 export interface MemoryStore extends Store {
@@ -31,6 +32,7 @@ export function memoryStore(
     ...memorySnapshots(s),
     ...memoryAudit(s),
     ...memoryLeases(s),
+    ...memoryWarm(s),
     rawAudit: (orgId) => s.audit.get(orgId) ?? [],
   };
 }

@@ -4,6 +4,7 @@ import type { PoolStore } from './pools/port.ts';
 import type { SandboxStore } from './sandboxes/port.ts';
 import type { SnapshotStore } from './snapshots/port.ts';
 import type { TenancyStore } from './tenancy/port.ts';
+import type { WarmStore } from './warm/port.ts';
 import type { WebhookStore } from './webhooks/port.ts';
 
 /**
@@ -26,4 +27,5 @@ export interface Store
     SandboxStore,
     SnapshotStore,
     AuditStore,
-    LeaseStore {}
+    LeaseStore,
+    WarmStore {}

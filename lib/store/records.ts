@@ -6,6 +6,7 @@ import {
   resourcesSchema,
   sandboxIdleSchema,
   sandboxOperationSchema,
+  sandboxWarmSchema,
   snapshotStatuses,
 } from '../schemas/sandbox-parts.ts';
 import { sandboxStatuses, waitReasons } from '../schemas/sandbox-status.ts';
@@ -168,6 +169,8 @@ export const sandboxRecordSchema = z.object({
   billing: z._default(z.nullable(sandboxBillingSchema), null),
   /** The last lifecycle operation (records written before operations were asynchronous have none). */
   operation: z._default(z.nullable(sandboxOperationSchema), null),
+  /** Set when its create claimed a warm instance (lib/warm/); null: built for it. */
+  warm: z._default(z.nullable(sandboxWarmSchema), null),
 });
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
@@ -205,3 +208,27 @@ export const ledgerSchema = z.object({
   reserved: z._default(z.number(), 0),
   spent: z._default(z.number(), 0),
 });
+
+/**
+ * A warm instance (lib/warm/): a backend instance made ahead of any create for one target of a pool,
+ * owned by the installation until a create claims it. Its id is the id its sandbox will have, so the
+ * backend's ownership labels name that sandbox from the start; a claim removes the record in the same
+ * write as the sandbox is recorded, and an instance is never handed out twice.
+ */
+export const warmRecordSchema = z.object({
+  id: z.string(),
+  pool: z.string(),
+  /** The target's shape (lib/warm/shape.ts): a create matches when its own shape is the same. */
+  shape: z.string(),
+  template: z.nullable(z.string()),
+  resources: resourcesSchema,
+  network: z.nullable(sandboxNetworkSchema),
+  /** provisioning: its Create is under way; ready: claimable. */
+  status: z.enum(['provisioning', 'ready']),
+  backendRef: z.nullable(z.string()),
+  version: z.int(),
+  createdAt: z.string(),
+  readyAt: z.nullable(z.string()),
+  updatedAt: z.string(),
+});
+export type WarmRecord = z.infer<typeof warmRecordSchema>;

@@ -35,6 +35,7 @@ export function sandboxRecord(orgId: string, overrides: Partial<SandboxRecord> =
     billing: null,
     idle: null,
     network: null,
+    warm: null,
     ...overrides,
   };
 }

@@ -19,7 +19,7 @@ import type { RouteDeps } from './deps.ts';
 
 /** Pools and placement: pools and the policy at runtime (admin), templates, the trust report, reconcile now. */
 export function poolsRoutes(deps: RouteDeps): RouteDefinition[] {
-  const { reconcile, poolAdmin, pools, config } = deps;
+  const { reconcile, poolAdmin, pools, config, store } = deps;
   return [
     route({
       method: 'POST',
@@ -120,7 +120,7 @@ export function poolsRoutes(deps: RouteDeps): RouteDefinition[] {
         "The trust report: each pool's operator, declared isolation, features and limitations; the placement policy",
       auth: 'org',
       responses: { 200: trustReportSchema },
-      handle: async () => ({ status: 200, body: await trustReport(pools, config) }),
+      handle: async () => ({ status: 200, body: await trustReport(pools, config, store) }),
     }),
   ];
 }

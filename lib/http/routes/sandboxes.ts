@@ -37,7 +37,8 @@ export function sandboxesRoutes(deps: RouteDeps): RouteDefinition[] {
     route({
       method: 'POST',
       path: '/v1/sandboxes',
-      summary: 'Create a sandbox; it is queued and placed asynchronously',
+      summary:
+        'Create a sandbox; it is queued and placed asynchronously, or answered running from a warm instance that matches',
       auth: 'org',
       body: createSandboxSchema,
       responses: {

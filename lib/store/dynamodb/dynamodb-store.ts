@@ -7,6 +7,7 @@ import type { Store } from '../port.ts';
 import { dynamoDbSandboxes } from '../sandboxes/dynamodb.ts';
 import { dynamoDbSnapshots } from '../snapshots/dynamodb.ts';
 import { dynamoDbTenancy } from '../tenancy/dynamodb.ts';
+import { dynamoDbWarm } from '../warm/dynamodb.ts';
 import { dynamoDbWebhooks } from '../webhooks/dynamodb.ts';
 import { AuditOutbox } from './audit-outbox.ts';
 import type { DynamoDbContext } from './context.ts';
@@ -73,6 +74,7 @@ export function dynamoDbStore(options: DynamoDbStoreOptions): DynamoDbStore {
     ...dynamoDbSnapshots(c),
     ...dynamoDbAudit(c),
     ...dynamoDbLeases(c),
+    ...dynamoDbWarm(c),
     stats,
     outboxSize: (orgId) => audit.outboxSize(orgId),
     linkingIdle: () => audit.idle(),

@@ -34,6 +34,8 @@ export const keyOf = {
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),
+  /** A pool's warm instances share one small partition: listing them is one Query. */
+  warm: (pool: string, id: string) => ({ PK: warmPartition(pool), SK: `WARM#${id}` }),
   project: (orgId: string, projectId: string) => ({ PK: `ORG#${orgId}`, SK: `PRJ#${projectId}` }),
   /** Runtime pools and their refreshed views share one small partition: listing them is one Query. */
   pool: (name: string) => ({ PK: 'POOLS', SK: `POOL#${name}` }),
@@ -65,6 +67,9 @@ export const orgsParent = 'ORGS';
 /** The org's queued sandboxes in the by-parent index (sparse): waking waiters reads them alone. */
 export const queuedParent = (orgId: string) => `ORG#${orgId}#QUEUED`;
 export const keysParent = (orgId: string) => `ORG#${orgId}#KEYS`;
+
+/** The partition of a pool's warm instances (lib/store/warm/). */
+export const warmPartition = (pool: string) => `WARM#${pool}`;
 
 /** An org's own partition (its sandboxes, snapshots, projects, usage...): queried with a sort-key prefix. */
 export const orgPartition = (orgId: string) => `ORG#${orgId}`;

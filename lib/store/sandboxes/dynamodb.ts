@@ -31,32 +31,83 @@ import type {
 import { dueKeyOf, indexedStatuses } from './status-index.ts';
 import { type SandboxWriteEffects, sandboxWriteEffects } from './write-effects.ts';
 
+/** The first sandbox of an Idempotency-Key the table already holds (a repeat with another body: a conflict). */
+export async function replayIdempotent(
+  c: DynamoDbContext,
+  orgId: string,
+  idempotency: IdempotencyClaim,
+): Promise<SandboxRecord> {
+  const record = await c.t.get(keyOf.idempotency(orgId, idempotency.key));
+  if (record?.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
+  const first =
+    typeof record.sandboxId === 'string'
+      ? await c.t.getParsed(keyOf.sandbox(orgId, record.sandboxId), sandboxRecordSchema)
+      : undefined;
+  if (first === undefined) throw errors.conflict(`the sandbox of Idempotency-Key ${idempotency.key} is gone`);
+  return first;
+}
+
+/** A write's effects (lib/store/sandboxes/write-effects.ts) as the conditional updates beside its record. */
+export function effectActions(
+  c: DynamoDbContext,
+  effects: SandboxWriteEffects,
+  maxWaiting?: number,
+): Action[] {
+  const list: Action[] = [];
+  const usage = usageUpdate(effects.orgId, effects.usage, c.table);
+  if (usage !== undefined) list.push(usage);
+  if (effects.waiting !== 0) list.push(waitingUpdate(effects.orgId, effects.waiting, c.table, maxWaiting));
+  if (effects.waitingOnPools !== 0)
+    list.push(waitingOnPoolsUpdate(effects.sandboxId, effects.waitingOnPools, c.table));
+  for (const { pool, change, limit } of effects.poolSlots)
+    list.push(poolUpdate(pool, change, limit, c.table));
+  for (const { owner, change } of effects.ledgers) list.push(ledgerUpdate(owner, change));
+  return list;
+}
+
+/**
+ * The actions that record a new sandbox: its org must exist, its effects, the record and its id pointer
+ * (neither may exist yet), and its Idempotency-Key (labelled `idempotency`: an unexpired one cancels).
+ */
+export function newSandboxActions(
+  c: DynamoDbContext,
+  sandbox: SandboxRecord,
+  effects: SandboxWriteEffects,
+  idempotency: IdempotencyClaim | undefined,
+  maxWaiting?: number,
+): Action[] {
+  return [
+    check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
+    ...effectActions(c, effects, maxWaiting),
+    put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
+    put('pointer', { ...keyOf.sandboxPointer(sandbox.id), orgId: sandbox.orgId }, 'attribute_not_exists(PK)'),
+    ...(idempotency === undefined
+      ? []
+      : [
+          {
+            label: 'idempotency',
+            item: {
+              Put: {
+                TableName: c.table,
+                Item: {
+                  ...keyOf.idempotency(sandbox.orgId, idempotency.key),
+                  requestHash: idempotency.requestHash,
+                  sandboxId: sandbox.id,
+                  expiresAt: idempotency.expiresAt,
+                  [tableKeys.ttl]: Math.ceil(Date.parse(idempotency.expiresAt) / 1000),
+                },
+                // An expired record is as good as none: expiry is read, never left to TTL deletion.
+                ConditionExpression: 'attribute_not_exists(PK) OR expiresAt < :now',
+                ExpressionAttributeValues: { ':now': c.now().toISOString() },
+              },
+            },
+          },
+        ]),
+  ];
+}
+
 /** The sandboxes aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
-  async function replay(orgId: string, idempotency: IdempotencyClaim): Promise<CreateSandboxResult> {
-    const record = await c.t.get(keyOf.idempotency(orgId, idempotency.key));
-    if (record?.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
-    const first =
-      typeof record.sandboxId === 'string' ? await part.getSandbox(orgId, record.sandboxId) : undefined;
-    if (first === undefined)
-      throw errors.conflict(`the sandbox of Idempotency-Key ${idempotency.key} is gone`);
-    return { sandbox: first, replayed: true };
-  }
-
-  /** A write's effects (lib/store/sandboxes/write-effects.ts) as the conditional updates beside its record. */
-  function effectActions(effects: SandboxWriteEffects, maxWaiting?: number): Action[] {
-    const list: Action[] = [];
-    const usage = usageUpdate(effects.orgId, effects.usage, c.table);
-    if (usage !== undefined) list.push(usage);
-    if (effects.waiting !== 0) list.push(waitingUpdate(effects.orgId, effects.waiting, c.table, maxWaiting));
-    if (effects.waitingOnPools !== 0)
-      list.push(waitingOnPoolsUpdate(effects.sandboxId, effects.waitingOnPools, c.table));
-    for (const { pool, change, limit } of effects.poolSlots)
-      list.push(poolUpdate(pool, change, limit, c.table));
-    for (const { owner, change } of effects.ledgers) list.push(ledgerUpdate(owner, change));
-    return list;
-  }
-
   async function writeSandbox(
     current: SandboxRecord,
     next: SandboxRecord,
@@ -68,7 +119,7 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
         names: { '#status': 'status' },
         values: { ':version': current.version, ':status': current.status },
       }),
-      ...effectActions(effects),
+      ...effectActions(c, effects),
     ];
     try {
       await c.audit.write(current.orgId, options.audit, actions);
@@ -110,46 +161,22 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
       idempotency?: IdempotencyClaim,
       options: { maxWaiting?: number } = {},
     ): Promise<CreateSandboxResult> {
-      const now = c.now().toISOString();
       try {
-        await c.audit.write(sandbox.orgId, audit, () => [
-          check('org', keyOf.org(sandbox.orgId), 'attribute_exists(PK)'),
-          ...effectActions(sandboxWriteEffects(undefined, sandbox), options.maxWaiting),
-          put('sandbox', sandboxItem(sandbox), 'attribute_not_exists(PK)'),
-          put(
-            'pointer',
-            { ...keyOf.sandboxPointer(sandbox.id), orgId: sandbox.orgId },
-            'attribute_not_exists(PK)',
+        await c.audit.write(sandbox.orgId, audit, () =>
+          newSandboxActions(
+            c,
+            sandbox,
+            sandboxWriteEffects(undefined, sandbox),
+            idempotency,
+            options.maxWaiting,
           ),
-          ...(idempotency === undefined
-            ? []
-            : [
-                {
-                  label: 'idempotency',
-                  item: {
-                    Put: {
-                      TableName: c.table,
-                      Item: {
-                        ...keyOf.idempotency(sandbox.orgId, idempotency.key),
-                        requestHash: idempotency.requestHash,
-                        sandboxId: sandbox.id,
-                        expiresAt: idempotency.expiresAt,
-                        [tableKeys.ttl]: Math.ceil(Date.parse(idempotency.expiresAt) / 1000),
-                      },
-                      // An expired record is as good as none: expiry is read, never left to TTL deletion.
-                      ConditionExpression: 'attribute_not_exists(PK) OR expiresAt < :now',
-                      ExpressionAttributeValues: { ':now': now },
-                    },
-                  },
-                },
-              ]),
-        ]);
+        );
         return { sandbox, replayed: false };
       } catch (error) {
         if (!(error instanceof Canceled)) throw error;
         if (error.failed.some((f) => f.label === 'org')) throw errors.notFound('org', sandbox.orgId);
         if (idempotency !== undefined && error.failed.some((f) => f.label === 'idempotency')) {
-          return replay(sandbox.orgId, idempotency);
+          return { sandbox: await replayIdempotent(c, sandbox.orgId, idempotency), replayed: true };
         }
         if (error.failed.some((f) => f.label === 'waiting')) throw waitingExceeded(options.maxWaiting ?? 0);
         throw errors.conflict(`sandbox ${sandbox.id} already exists`);

@@ -17,6 +17,36 @@ import {
 import { dueKeyOf, indexedStatuses } from './status-index.ts';
 import { sandboxWriteEffects } from './write-effects.ts';
 
+/**
+ * The first sandbox of an Idempotency-Key still in its window (a repeat with another body is a
+ * conflict); undefined when the key is new, expired or absent.
+ */
+export function replayOf(
+  s: MemoryState,
+  orgId: string,
+  idempotency: IdempotencyClaim | undefined,
+): SandboxRecord | undefined {
+  if (idempotency === undefined) return undefined;
+  const existing = s.idempotency.get(`${orgId}/${idempotency.key}`);
+  if (existing === undefined || existing.expiresAt <= s.now().toISOString()) return undefined;
+  if (existing.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
+  return copy(s.sandboxes.get(existing.sandboxId));
+}
+
+/** Keeps an Idempotency-Key for the sandbox it created. */
+export function remember(
+  s: MemoryState,
+  sandbox: SandboxRecord,
+  idempotency: IdempotencyClaim | undefined,
+): void {
+  if (idempotency === undefined) return;
+  s.idempotency.set(`${sandbox.orgId}/${idempotency.key}`, {
+    requestHash: idempotency.requestHash,
+    sandboxId: sandbox.id,
+    expiresAt: idempotency.expiresAt,
+  });
+}
+
 /** The sandboxes aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memorySandboxes(s: MemoryState): SandboxStore {
   const part: SandboxStore = {
@@ -27,30 +57,17 @@ export function memorySandboxes(s: MemoryState): SandboxStore {
       options: { maxWaiting?: number } = {},
     ): Promise<CreateSandboxResult> {
       if (!s.orgs.has(sandbox.orgId)) throw errors.notFound('org', sandbox.orgId);
-      const slot = idempotency === undefined ? undefined : `${sandbox.orgId}/${idempotency.key}`;
-      if (idempotency !== undefined && slot !== undefined) {
-        const existing = s.idempotency.get(slot);
-        if (existing !== undefined && existing.expiresAt > s.now().toISOString()) {
-          if (existing.requestHash !== idempotency.requestHash) throw idempotencyMismatch(idempotency.key);
-          const first = s.sandboxes.get(existing.sandboxId);
-          if (first !== undefined) return { sandbox: structuredClone(first), replayed: true };
-        }
-      }
+      const first = replayOf(s, sandbox.orgId, idempotency);
+      if (first !== undefined) return { sandbox: first, replayed: true };
       if (options.maxWaiting !== undefined) {
         let waiting = 0;
         for (const other of s.sandboxes.values())
           if (other.orgId === sandbox.orgId && isWaiting(other.status)) waiting++;
         if (waiting >= options.maxWaiting) throw waitingExceeded(options.maxWaiting);
       }
-      if (idempotency !== undefined && slot !== undefined) {
-        s.idempotency.set(slot, {
-          requestHash: idempotency.requestHash,
-          sandboxId: sandbox.id,
-          expiresAt: idempotency.expiresAt,
-        });
-      }
       if (s.sandboxes.has(sandbox.id)) throw errors.conflict(`sandbox ${sandbox.id} already exists`);
       s.applyEffects(sandboxWriteEffects(undefined, sandbox));
+      remember(s, sandbox, idempotency);
       s.sandboxes.set(sandbox.id, structuredClone(sandbox));
       s.append(sandbox.orgId, audit);
       return { sandbox: structuredClone(sandbox), replayed: false };

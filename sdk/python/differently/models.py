@@ -35,6 +35,7 @@ class Sandbox(TypedDict):
     operation: dict[str, Any] | None
     idle: dict[str, Any] | None
     network: dict[str, Any] | None
+    warm: dict[str, Any] | None
 
 
 class _UpdatedSandboxRequired(TypedDict):
@@ -59,6 +60,7 @@ class _UpdatedSandboxRequired(TypedDict):
     operation: dict[str, Any] | None
     idle: dict[str, Any] | None
     network: dict[str, Any] | None
+    warm: dict[str, Any] | None
 
 
 class UpdatedSandbox(_UpdatedSandboxRequired, total=False):
@@ -280,6 +282,7 @@ class _PoolRequired(TypedDict):
     capacity: dict[str, Any] | None
     active: int
     refreshedAt: str | None
+    warm: list[dict[str, Any]]
 
 
 class Pool(_PoolRequired, total=False):
@@ -343,7 +346,7 @@ class Budget(TypedDict):
 
 
 class CreateSandboxRequest(TypedDict, total=False):
-    """The body of: Create a sandbox; it is queued and placed asynchronously."""
+    """The body of: Create a sandbox; it is queued and placed asynchronously, or answered running from a warm instance that matches."""
 
     template: str
     resources: dict[str, Any]
@@ -442,6 +445,7 @@ class CreatePoolRequest(_CreatePoolRequestRequired, total=False):
     config: dict[str, Any]
     credentials: dict[str, Any]
     features: list[str]
+    warm: list[dict[str, Any]]
 
 
 class UpdatePoolRequest(TypedDict, total=False):
@@ -455,6 +459,7 @@ class UpdatePoolRequest(TypedDict, total=False):
     config: dict[str, Any]
     credentials: dict[str, Any] | None
     features: list[str] | None
+    warm: list[dict[str, Any]] | None
 
 
 class PolicyRequest(TypedDict, total=False):

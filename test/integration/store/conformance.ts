@@ -6,6 +6,7 @@ import { sandboxesConformance } from './sandboxes-conformance.ts';
 import { snapshotsConformance } from './snapshots-conformance.ts';
 import type { StoreUnderTest } from './store-under-test.ts';
 import { tenancyConformance } from './tenancy-conformance.ts';
+import { warmConformance } from './warm-conformance.ts';
 
 /** The behaviour every Store implementation must have, aggregate by aggregate; run against each in test/integration/store/store.test.ts. */
 export function storeConformance(name: string, subject: StoreUnderTest): void {
@@ -16,5 +17,6 @@ export function storeConformance(name: string, subject: StoreUnderTest): void {
     snapshotsConformance(subject);
     auditConformance(subject);
     leasesConformance(subject);
+    warmConformance(subject);
   });
 }

@@ -32,7 +32,7 @@ describe('which features a pool offers has one answer', () => {
       probed,
     );
     expect((await plane.poolAdmin.get('first')).features).toEqual(probed);
-    const report = await trustReport(plane.pools, plane.config);
+    const report = await trustReport(plane.pools, plane.config, plane.store);
     expect(report.pools.find((pool) => pool.name === 'first')?.features).toEqual(probed);
     // A pool no probe has seen yet answers with what its container built.
     expect(plane.pools.featuresOf('second')).toEqual(built);

@@ -48,6 +48,8 @@ const pool = (name: string, counts: Partial<PoolReconcileReport>): PoolReconcile
   failed: 0,
   stopped: 0,
   inGrace: 0,
+  warm: 0,
+  warmLost: 0,
   ...counts,
 });
 

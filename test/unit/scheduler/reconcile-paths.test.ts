@@ -62,6 +62,8 @@ const nothing = {
   failed: 0,
   stopped: 0,
   inGrace: 0,
+  warm: 0,
+  warmLost: 0,
 };
 
 describe('one reconcile pass, case by case', () => {
