@@ -6,4 +6,5 @@ await import('./reconcile.bench.ts');
 await import('./stream.bench.ts');
 await import('./stream-abuse.bench.ts');
 await import('./e2b.bench.ts');
+await import('./warm.bench.ts');
 await import('./bundles.bench.ts');
