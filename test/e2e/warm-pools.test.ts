@@ -1,3 +1,4 @@
+import { Sandbox } from 'e2b';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
@@ -5,6 +6,7 @@ import { poolSchema } from '../../lib/pools/admin-schemas.ts';
 import { reconcileReportSchema } from '../../lib/schemas/admin.ts';
 import { execResultSchema, sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { refillWarmPools } from '../../lib/warm/refill.ts';
+import { orgKey, pointE2bAt } from '../helpers/e2b-keys.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { waitFor } from '../helpers/http-client.ts';
 
@@ -31,7 +33,7 @@ describe.each(['memory', 'dynamodb'] as const)('warm pools (%s store)', (store) 
   beforeAll(async () => {
     e = await startE2e({
       fakes: { warm: { adapter: backend, pool: { warm: [{ size: 1, maxAgeSeconds: 600 }] } } },
-      config: { scheduler: { reconcileGraceSeconds: 1 } },
+      config: { scheduler: { reconcileGraceSeconds: 1 }, e2b: { allowedPools: ['warm'] } },
       ...(store === 'dynamodb' && { dynamodbEndpoint: inject('dynamodbEndpoint') }),
     });
     const org = z
@@ -183,5 +185,22 @@ describe.each(['memory', 'dynamodb'] as const)('warm pools (%s store)', (store) 
     expect(await ready()).toEqual([]);
     const report = await refill();
     expect(report.targets[0]).toMatchObject({ created: 1, ready: 1 });
+  });
+
+  it('answers E2B’s Sandbox.create from the warm pool too', async () => {
+    await refill();
+    const [instance] = await ready();
+    pointE2bAt(e.runtime.url);
+    const { e2bApiKey: apiKey, key } = await orgKey(e.runtime, `e2b-warm-${store}`);
+    const sandbox = await Sandbox.create({ apiKey, envs: { FROM: 'e2b' } });
+    expect(sandbox.sandboxId).toBe(instance?.id);
+    const seen = sandboxSchema.parse((await e.api.get(`/v1/sandboxes/${sandbox.sandboxId}`, key)).body);
+    expect(seen).toMatchObject({
+      status: 'running',
+      warm: { readyAt: instance?.readyAt },
+      envKeys: ['FROM'],
+    });
+    expect(await envSeen(sandbox.sandboxId, key)).toEqual({ FROM: 'e2b' });
+    await sandbox.kill();
   });
 });
