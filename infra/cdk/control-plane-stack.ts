@@ -283,6 +283,7 @@ export class ControlPlaneStack extends Stack {
         Webhooks: this.queues.webhooks.deadLetterQueue,
         Schedules: schedules.deadLetterQueue,
       },
+      apiLogGroups: [api.logGroup, apiStream.logGroup],
       runbookUrl: props.runbookUrl ?? 'https://github.com/differently/differently/blob/main/docs/runbook.md',
       ...(props.alarmEmail !== undefined && { alarmEmail: props.alarmEmail }),
     });

@@ -60,5 +60,10 @@ export const warmTargetStatusSchema = z.object({
   provisioning: z.int(),
   /** What its instances cost the installation per hour now, at the pool's running prices. */
   hourlyCost: z.number(),
+  /**
+   * What the instances it holds now have cost the installation so far (their creates and their time, at
+   * the pool's prices): the installation's, apart from every org's usage and budget.
+   */
+  costSoFar: z.number(),
 });
 export type WarmTargetStatus = z.infer<typeof warmTargetStatusSchema>;

@@ -20,7 +20,15 @@ export async function warmStatusOf(
     const key = shapeKey(shape);
     const mine = records.filter((record) => record.shape === key);
     const ready = mine.filter((record) => record.status === 'ready').length;
-    const each = fromMicros(ratesOf(pool.config.prices, shape.resources).running * 3600);
+    const rates = ratesOf(pool.config.prices, shape.resources);
+    const each = fromMicros(rates.running * 3600);
+    const spent = mine.reduce(
+      (total, record) =>
+        total +
+        rates.create +
+        (rates.running * Math.max(0, now.getTime() - Date.parse(record.createdAt))) / 1000,
+      0,
+    );
     return {
       template: shape.template,
       resources: shape.resources,
@@ -32,6 +40,7 @@ export async function warmStatusOf(
       ready,
       provisioning: mine.length - ready,
       hourlyCost: Math.round(each * mine.length * 1e6) / 1e6,
+      costSoFar: Math.round(fromMicros(spent) * 1e6) / 1e6,
     };
   });
 }

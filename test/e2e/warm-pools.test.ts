@@ -203,4 +203,33 @@ describe.each(['memory', 'dynamodb'] as const)('warm pools (%s store)', (store) 
     expect(await envSeen(sandbox.sandboxId, key)).toEqual({ FROM: 'e2b' });
     await sandbox.kill();
   });
+
+  it('takes warm targets through the admin API: a runtime pool with them, a change, a bad one named', async () => {
+    const admin = e.runtime.adminKey;
+    const name = `rt-${store}`;
+    const made = await e.api.post('/v1/admin/pools', admin, {
+      name,
+      adapter: 'fake',
+      warm: [{ size: 2, template: 'anything', maxAgeSeconds: 120 }],
+    });
+    expect(made.status).toBe(201);
+    expect(poolSchema.parse(made.body).warm).toEqual([
+      expect.objectContaining({ template: 'anything', size: 2, sizeNow: 2, maxAgeSeconds: 120, ready: 0 }),
+    ]);
+    const changed = await e.api.patch(`/v1/admin/pools/${name}`, admin, {
+      warm: [{ size: 1, windows: [{ from: '00:00', to: '00:00' }] }],
+    });
+    expect(changed.status).toBe(200);
+    expect(poolSchema.parse(changed.body).warm).toEqual([
+      expect.objectContaining({ template: null, size: 1 }),
+    ]);
+    const bad = await e.api.patch(`/v1/admin/pools/${name}`, admin, {
+      warm: [{ size: 1, windows: [{ from: '25:00', to: '01:00' }] }],
+    });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('warm');
+    const cleared = await e.api.patch(`/v1/admin/pools/${name}`, admin, { warm: null });
+    expect(poolSchema.parse(cleared.body).warm).toEqual([]);
+    expect((await e.api.delete(`/v1/admin/pools/${name}`, admin)).status).toBe(200);
+  });
 });

@@ -320,6 +320,26 @@ describe('the CDK app', () => {
     });
   });
 
+  it("turns the API functions' warm hit and miss lines into metrics (the miss by its reason, the hit's instance age)", () => {
+    const filters = Object.values(template.findResources('AWS::Logs::MetricFilter')).map(
+      (filter) => filter.Properties,
+    );
+    const named = (name: string) =>
+      filters.filter((filter) => filter.MetricTransformations?.[0]?.MetricName === name);
+    // One per API function (buffered and streamed) and metric.
+    for (const name of ['WarmHits', 'WarmMisses', 'WarmInstanceAgeSeconds'])
+      expect(named(name)).toHaveLength(2);
+    expect(named('WarmHits')[0]).toMatchObject({
+      FilterPattern: '{ $.message = "warm hit" }',
+      MetricTransformations: [{ MetricNamespace: 'Differently', MetricValue: '1' }],
+    });
+    expect(named('WarmMisses')[0]).toMatchObject({
+      FilterPattern: '{ $.message = "warm miss" }',
+      MetricTransformations: [{ Dimensions: [{ Key: 'reason', Value: '$.reason' }] }],
+    });
+    expect(named('WarmInstanceAgeSeconds')[0]?.MetricTransformations[0]?.MetricValue).toBe('$.ageSeconds');
+  });
+
   it('creates what docs/deploy.md says it creates, in the numbers it gives', () => {
     const deployDoc = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
     const typeOf: Record<string, string> = {

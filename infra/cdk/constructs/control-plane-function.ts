@@ -84,6 +84,7 @@ class LocalBundling implements ILocalBundling {
  */
 export class ControlPlaneFunction extends Construct {
   readonly fn: LambdaFunction;
+  readonly logGroup: LogGroup;
 
   constructor(scope: Construct, id: string, props: ControlPlaneFunctionProps) {
     super(scope, id);
@@ -94,6 +95,7 @@ export class ControlPlaneFunction extends Construct {
     // Its own role, allowed to write to its own log group only (not the broad AWS-managed basic role).
     const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
     logGroup.grantWrite(role);
+    this.logGroup = logGroup;
     const entry = join(projectRoot, 'functions', `${props.entry}.ts`);
     this.fn = new LambdaFunction(this, 'Function', {
       code: Code.fromAsset(join(projectRoot, 'functions'), {

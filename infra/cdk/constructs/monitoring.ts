@@ -13,10 +13,12 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { FilterPattern, type ILogGroup, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { metricsNamespace } from '../../../functions/environment.ts';
 
 export interface MonitoringProps {
   readonly api: RestApi;
@@ -28,6 +30,8 @@ export interface MonitoringProps {
   readonly runbookUrl: string;
   /** An address subscribed to the alarm topic (it confirms the subscription by e-mail). */
   readonly alarmEmail?: string;
+  /** The API functions' log groups, whose `warm hit` and `warm miss` lines become the warm pools' metrics. */
+  readonly apiLogGroups?: ILogGroup[];
 }
 
 /**
@@ -97,6 +101,31 @@ export class Monitoring extends Construct {
         description: `The API's p99 latency is above 5 s. Runbook: ${link('api-errors-and-latency')}`,
       },
     );
+    // Warm pools (docs/placement.md): a claim's hit with the instance's age, a miss with its reason.
+    const warm = (props.apiLogGroups ?? []).flatMap((logGroup, index) => [
+      new MetricFilter(this, `WarmHits${index}`, {
+        logGroup,
+        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm hit'),
+        metricNamespace: metricsNamespace,
+        metricName: 'WarmHits',
+        metricValue: '1',
+      }).metric({ statistic: Stats.SUM }),
+      new MetricFilter(this, `WarmMisses${index}`, {
+        logGroup,
+        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm miss'),
+        metricNamespace: metricsNamespace,
+        metricName: 'WarmMisses',
+        metricValue: '1',
+        dimensions: { reason: '$.reason' },
+      }).metric({ statistic: Stats.SUM }),
+      new MetricFilter(this, `WarmAge${index}`, {
+        logGroup,
+        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm hit'),
+        metricNamespace: metricsNamespace,
+        metricName: 'WarmInstanceAgeSeconds',
+        metricValue: '$.ageSeconds',
+      }).metric({ statistic: 'p50' }),
+    ]);
     this.dashboard = new Dashboard(this, 'Dashboard', {
       widgets: [
         [
@@ -121,6 +150,9 @@ export class Monitoring extends Construct {
             ),
           }),
         ],
+        ...(warm.length === 0
+          ? []
+          : [[new GraphWidget({ title: 'Warm pools: hits, misses, instance age', left: warm })]]),
       ],
     });
   }
