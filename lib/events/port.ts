@@ -50,7 +50,7 @@ export function allPublishers(...publishers: EventPublisher[]): EventPublisher {
 
 /**
  * The lifecycle events in a batch of audit events: every sandbox status change (`sandbox.<status>`, and
- * `sandbox.created` as `queued`). Derived from committed audit records only, so nothing is published
+ * `sandbox.created` as `queued`, or as `running` when a warm instance answered it). Derived from committed audit records only, so nothing is published
  * for a change that did not happen, and nothing that happened is missed.
  */
 export function lifecycleEventsOf(events: readonly AuditEvent[]): LifecycleEvent[] {
@@ -58,7 +58,8 @@ export function lifecycleEventsOf(events: readonly AuditEvent[]): LifecycleEvent
   for (const event of events) {
     const [kind, verb] = event.action.split('.');
     if (kind !== 'sandbox' || verb === undefined) continue;
-    const status = verb === 'created' ? 'queued' : verb;
+    // A create answered from a warm instance is running from its first record (details.status says so).
+    const status = verb === 'created' ? (event.details.status === 'running' ? 'running' : 'queued') : verb;
     if (!statuses.has(status)) continue;
     out.push({
       detailType: `differently.sandbox.${status}`,

@@ -1,10 +1,12 @@
 import { freePrices } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { errors } from '../errors.ts';
+import { type Log, silentLog } from '../log.ts';
 import type { PoolStore } from '../store/pools/port.ts';
 import type { PlacementPolicy, PoolRecord } from '../store/records.ts';
 import type { SandboxStore } from '../store/sandboxes/port.ts';
 import type { WarmStore } from '../store/warm/port.ts';
+import { retire } from '../warm/refill.ts';
 import { warmStatusOf } from '../warm/status.ts';
 import type * as z from '../zod.ts';
 import type { createPoolSchema, PoolDetail, updatePoolSchema } from './admin-schemas.ts';
@@ -14,6 +16,7 @@ export interface PoolAdminDeps {
   pools: PoolRegistry;
   store: PoolStore & SandboxStore & WarmStore;
   config: Config;
+  log?: Log;
   now?: () => Date;
 }
 
@@ -92,7 +95,20 @@ export class PoolAdmin {
         { pool: name },
       );
     }
-    await this.#deps.store.deletePool(name, { actor, action: 'pool.deleted', target: name, details: {} });
+    // Its warm instances are the installation's, no sandbox's: they go with it (records first, then the
+    // instances; what a failed delete leaves, the backend's own listing shows and the operator removes).
+    const pool = this.#deps.pools.get(name);
+    let retired = 0;
+    for (const record of await this.#deps.store.listWarm(name)) {
+      if (await retire({ store: this.#deps.store, log: this.#deps.log ?? silentLog }, pool, record))
+        retired++;
+    }
+    await this.#deps.store.deletePool(name, {
+      actor,
+      action: 'pool.deleted',
+      target: name,
+      details: { warmRetired: retired },
+    });
     await this.#deps.pools.sync(true);
     return { name, deleted: true };
   }

@@ -163,8 +163,13 @@ export class SandboxService {
         resources,
         template: sandbox.template,
         network: sandbox.network,
-        // A claimed warm instance is running from its creation: its one event says where.
-        ...(sandbox.warm !== null && { warm: { pool: sandbox.pool, readyAt: sandbox.warm.readyAt } }),
+        // A claimed warm instance is running from its creation: its one event says so, and where (its
+        // lifecycle event is `running`, lib/events/port.ts).
+        ...(sandbox.warm !== null && {
+          status: sandbox.status,
+          pool: sandbox.pool,
+          warm: { pool: sandbox.pool, readyAt: sandbox.warm.readyAt },
+        }),
       },
     });
     const warm = await answerFromWarm(this.#deps, record, admitted.warmPools, creation, idempotency, nowDate);

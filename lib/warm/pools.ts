@@ -13,6 +13,8 @@ export interface WarmPool {
 
 /** The pools as warm pools see them: the registry satisfies it. */
 export interface WarmPools {
+  /** Reads the pools again (those added or changed through the admin API since this container looked). */
+  sync(force?: boolean): Promise<void>;
   list(): WarmPool[];
   get(name: string): WarmPool | undefined;
   isHealthy(name: string): boolean;

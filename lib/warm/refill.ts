@@ -69,6 +69,8 @@ export async function refillWarmPools(deps: WarmRefillDeps, budgetMs = 50_000): 
     return { ran: false, targets: [], hourlyCost: 0 };
   }
   try {
+    // Targets changed through the admin API since this container last looked count in this very pass.
+    await deps.pools.sync(true);
     const installation = await deps.store.installation();
     const deadline = Date.now() + budgetMs;
     const cap = deps.config.warm.maxHourlyCost;
@@ -196,7 +198,7 @@ async function retireUnwanted(
 
 /** Removes a warm instance's record (if it is still as read: not claimed meanwhile), then its instance. */
 export async function retire(
-  deps: Pick<WarmRefillDeps, 'store' | 'log'>,
+  deps: { store: WarmStore; log: Log },
   pool: WarmPool | undefined,
   record: WarmRecord,
 ): Promise<boolean> {

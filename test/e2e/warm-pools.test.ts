@@ -90,6 +90,16 @@ describe.each(['memory', 'dynamodb'] as const)('warm pools (%s store)', (store) 
     expect(first.warm).toEqual({ claimedAt: expect.any(String), readyAt: instance?.readyAt });
     expect(await ready()).toEqual([]);
     expect(await envSeen(first.id, e.key)).toEqual({ SECRET: 'alpha' });
+    // Its one lifecycle event says it runs: subscribers waiting for running are not left waiting.
+    const published = await waitFor(
+      async () => e.runtime.events.filter((event) => event.detail.sandboxId === first.id),
+      (events) => events.length > 0,
+      'the warm sandbox’s lifecycle event',
+    );
+    expect(published[0]).toMatchObject({
+      detailType: 'differently.sandbox.running',
+      detail: { pool: 'warm' },
+    });
     const created = (await e.api.get('/v1/audit?limit=50', e.key)).body as {
       items: { action: string; target: string; details: Record<string, unknown> }[];
     };
@@ -230,6 +240,12 @@ describe.each(['memory', 'dynamodb'] as const)('warm pools (%s store)', (store) 
     expect(JSON.stringify(bad.body)).toContain('warm');
     const cleared = await e.api.patch(`/v1/admin/pools/${name}`, admin, { warm: null });
     expect(poolSchema.parse(cleared.body).warm).toEqual([]);
+    await e.api.patch(`/v1/admin/pools/${name}`, admin, { warm: [{ size: 1 }] });
+    await refill();
+    expect(await e.runtime.plane.store.listWarm(name)).toHaveLength(1);
+    // Deleting the pool retires its warm instances with it: no record, no slot left behind.
     expect((await e.api.delete(`/v1/admin/pools/${name}`, admin)).status).toBe(200);
+    expect(await e.runtime.plane.store.listWarm(name)).toEqual([]);
+    expect(await e.runtime.plane.store.getPoolUsage(name)).toBe(0);
   });
 });

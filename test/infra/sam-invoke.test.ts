@@ -344,6 +344,8 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     });
     expect((await invoke('PoolRefresh', 'pool-refresh-schedule.json')).result).toEqual({
       pools: [{ pool: 'osb', healthy: true, reason: null }],
+      // No pool keeps a warm target: the refill ran and had nothing to do.
+      warm: { ran: true, targets: [], hourlyCost: 0 },
     });
     // Every sample event was used: a new one without a case here fails.
     expect([...used].sort()).toEqual(
