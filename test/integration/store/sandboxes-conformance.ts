@@ -307,6 +307,45 @@ export function sandboxesConformance(subject: StoreUnderTest): void {
       expect((await store.listSandboxes(org.id, {}, { limit: 10 })).items.length).toBe(1);
     });
 
+    it("keeps a key to its org and to its scope: another org's, or another project's, same key makes its own", async () => {
+      const store = await subject.create();
+      const [one, two] = [await newOrg(store), await newOrg(store)];
+      // The service scopes a key by the caller: `org/<key>` for an org-wide key, `<project>/<key>` for a
+      // project's (lib/sandboxes/service.ts); the store keeps each org's apart.
+      const claim = (key: string) => ({
+        key,
+        requestHash: 'same-body',
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      });
+      const first = sandboxRecord(one.id);
+      await store.createSandbox(first, system('sandbox.created'), claim('org/k'));
+      const otherOrg = sandboxRecord(two.id);
+      expect(await store.createSandbox(otherOrg, system('sandbox.created'), claim('org/k'))).toEqual({
+        sandbox: otherOrg,
+        replayed: false,
+      });
+      const project = sandboxRecord(one.id, { projectId: 'prj_a' });
+      expect(await store.createSandbox(project, system('sandbox.created'), claim('prj_a/k'))).toEqual({
+        sandbox: project,
+        replayed: false,
+      });
+      // Each still replays its own, and only its own.
+      for (const [orgId, key, expected] of [
+        [one.id, 'org/k', first],
+        [two.id, 'org/k', otherOrg],
+        [one.id, 'prj_a/k', project],
+      ] as const) {
+        expect(
+          await store.createSandbox(sandboxRecord(orgId), system('sandbox.created'), claim(key)),
+        ).toEqual({
+          sandbox: expected,
+          replayed: true,
+        });
+      }
+      expect((await store.listSandboxes(one.id, {}, { limit: 10 })).items).toHaveLength(2);
+      expect((await store.listSandboxes(two.id, {}, { limit: 10 })).items).toHaveLength(1);
+    });
+
     it('treats an expired record as absent, whatever TTL deletion has done', async () => {
       const store = await subject.create();
       const org = await newOrg(store);
