@@ -28,6 +28,9 @@ export type WarmAnswer =
   | { kind: 'claimed' | 'replayed'; sandbox: SandboxRecord }
   | { kind: 'miss'; reason: WarmMissReason };
 
+/** How many instances one create asks the backend about before it takes the normal path. */
+const maxLivenessChecks = 3;
+
 /** A ready instance's age limit comes from its target; one no target of its shape names is not handed out. */
 function maxAgeOf(deps: WarmClaimDeps, pool: string, shape: string): number | undefined {
   const targets = deps.pools.get(pool)?.config.warm ?? [];
@@ -53,11 +56,15 @@ export async function answerFromWarm(
 ): Promise<WarmAnswer> {
   if (draft.fromSnapshot !== null) return { kind: 'miss', reason: 'restore' };
   const shape = shapeKey(draft);
-  const keeping = pools.filter((pool) => maxAgeOf(deps, pool, shape) !== undefined);
+  const keeping = pools.flatMap((pool) => {
+    const maxAgeSeconds = maxAgeOf(deps, pool, shape);
+    return maxAgeSeconds === undefined ? [] : [{ pool, maxAgeMs: maxAgeSeconds * 1000 }];
+  });
   if (keeping.length === 0) return { kind: 'miss', reason: 'no-target' };
   let reason: WarmMissReason = 'empty';
-  for (const pool of keeping) {
-    const maxAgeMs = (maxAgeOf(deps, pool, shape) ?? 0) * 1000;
+  // Each liveness check may wait up to its timeout: a few, so a create stays well inside the API's limit.
+  let checks = maxLivenessChecks;
+  for (const { pool, maxAgeMs } of keeping) {
     const ready = shuffled(
       (await deps.store.listWarm(pool)).filter(
         (warm) =>
@@ -68,6 +75,7 @@ export async function answerFromWarm(
       ),
     );
     for (const warm of ready) {
+      if (checks-- <= 0) return { kind: 'miss', reason };
       if (!(await isAlive(deps, warm))) {
         reason = 'lost';
         continue;
@@ -118,17 +126,15 @@ function claimedRecord(
 }
 
 /**
- * Whether the backend still runs the instance. One that is gone or not running is retired here (its
- * record removed, the instance deleted, best effort: the reconciler deletes what is left), and the next
- * refill replaces it.
+ * Whether the backend still runs the instance (its Get, within 5 s). One that is gone or not running is
+ * retired here: its record is removed, so no create is offered it again and the next refill replaces it;
+ * its instance, if any is left, is then unknown to the store and the reconciler deletes it as an orphan.
  */
 async function isAlive(deps: WarmClaimDeps, warm: WarmRecord): Promise<boolean> {
-  const ref = warm.backendRef ?? '';
   const adapter = deps.pools.get(warm.pool)?.adapter;
-  if (adapter === undefined) return false;
   try {
-    const instance = await adapter.get(ref, { signal: AbortSignal.timeout(5000) });
-    if (instance.state === 'running') return true;
+    const instance = await adapter?.get(warm.backendRef ?? '', { signal: AbortSignal.timeout(5000) });
+    if (instance?.state === 'running') return true;
   } catch (error) {
     deps.log.warn('warm instance did not answer; retired', {
       pool: warm.pool,
@@ -136,9 +142,7 @@ async function isAlive(deps: WarmClaimDeps, warm: WarmRecord): Promise<boolean> 
       error: describeError(error),
     });
   }
-  if (await deps.store.removeWarm(warm)) {
-    await adapter.delete(ref, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
-  }
+  await deps.store.removeWarm(warm);
   return false;
 }
 

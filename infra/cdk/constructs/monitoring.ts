@@ -102,29 +102,41 @@ export class Monitoring extends Construct {
       },
     );
     // Warm pools (docs/placement.md): a claim's hit with the instance's age, a miss with its reason.
+    const fromLines = (
+      id: string,
+      logGroup: ILogGroup,
+      message: string,
+      metric: { metricName: string; metricValue: string; dimensions?: Record<string, string> },
+      statistic: string,
+    ) =>
+      new MetricFilter(this, id, {
+        logGroup,
+        filterPattern: FilterPattern.stringValue('$.message', '=', message),
+        metricNamespace: metricsNamespace,
+        ...metric,
+      }).metric({ statistic });
     const warm = (props.apiLogGroups ?? []).flatMap((logGroup, index) => [
-      new MetricFilter(this, `WarmHits${index}`, {
+      fromLines(
+        `WarmHits${index}`,
         logGroup,
-        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm hit'),
-        metricNamespace: metricsNamespace,
-        metricName: 'WarmHits',
-        metricValue: '1',
-      }).metric({ statistic: Stats.SUM }),
-      new MetricFilter(this, `WarmMisses${index}`, {
+        'warm hit',
+        { metricName: 'WarmHits', metricValue: '1' },
+        Stats.SUM,
+      ),
+      fromLines(
+        `WarmMisses${index}`,
         logGroup,
-        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm miss'),
-        metricNamespace: metricsNamespace,
-        metricName: 'WarmMisses',
-        metricValue: '1',
-        dimensions: { reason: '$.reason' },
-      }).metric({ statistic: Stats.SUM }),
-      new MetricFilter(this, `WarmAge${index}`, {
+        'warm miss',
+        { metricName: 'WarmMisses', metricValue: '1', dimensions: { reason: '$.reason' } },
+        Stats.SUM,
+      ),
+      fromLines(
+        `WarmAge${index}`,
         logGroup,
-        filterPattern: FilterPattern.stringValue('$.message', '=', 'warm hit'),
-        metricNamespace: metricsNamespace,
-        metricName: 'WarmInstanceAgeSeconds',
-        metricValue: '$.ageSeconds',
-      }).metric({ statistic: 'p50' }),
+        'warm hit',
+        { metricName: 'WarmInstanceAgeSeconds', metricValue: '$.ageSeconds' },
+        'p50',
+      ),
     ]);
     this.dashboard = new Dashboard(this, 'Dashboard', {
       widgets: [
