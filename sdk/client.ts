@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type * as z from 'zod';
 import type { BudgetView } from '../lib/schemas/tenancy.ts';
 import type { WebhookView } from '../lib/schemas/webhooks.ts';
 
-/** A receiver checks a delivery with this: its secret, the signature header, the raw body. */
-export { verifyDelivery as verifyWebhookSignature } from '../lib/webhooks/signature.ts';
-export type { BudgetView, Snapshot, WebhookView };
+export type { BudgetView, CreatedKey, Snapshot, WebhookView };
 
 import type { ProcessSignal, TerminalSize } from '../lib/adapter/processes.ts';
 import type {
@@ -114,7 +111,7 @@ export interface LifecycleOptions {
 interface RequestOptions {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
-  raw?: Uint8Array;
+  raw?: Uint8Array<ArrayBuffer>;
   headers?: Record<string, string>;
   /** Safe to send again after a 503 (reads, deletes, creates with an Idempotency-Key). */
   retry?: boolean;
@@ -138,7 +135,8 @@ export class DifferentlyClient {
     this.#apiKey = options.apiKey;
     this.#attempts = Math.max(options.attempts ?? 4, 1);
     this.#retryBaseMs = options.retryBaseMs ?? 250;
-    this.#fetch = options.fetch ?? fetch;
+    // Called as a function, not as this client's method: a browser's fetch must be called on its window.
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
   }
 
   health(): Promise<{ status: 'ok' }> {
@@ -152,7 +150,7 @@ export class DifferentlyClient {
   ): Promise<SandboxView> {
     return this.#json('POST', '/v1/sandboxes', {
       body: request,
-      headers: { 'idempotency-key': options.idempotencyKey ?? randomUUID() },
+      headers: { 'idempotency-key': options.idempotencyKey ?? globalThis.crypto.randomUUID() },
       retry: true,
     });
   }
@@ -330,7 +328,7 @@ export class DifferentlyClient {
   ): Promise<void> {
     await this.#send('POST', `${processesPath(id, pid)}/stdin`, {
       body: {
-        ...(typeof data === 'string' ? { data } : { dataBase64: Buffer.from(data).toString('base64') }),
+        ...(typeof data === 'string' ? { data } : { dataBase64: base64(data) }),
         ...(options.close === true && { close: true }),
       },
     });
@@ -371,7 +369,8 @@ export class DifferentlyClient {
   }
 
   async writeFile(id: string, path: string, content: Uint8Array | string): Promise<void> {
-    const raw = typeof content === 'string' ? new TextEncoder().encode(content) : content;
+    // A copy in a plain ArrayBuffer: what fetch takes as a body everywhere (a view of a shared buffer is not).
+    const raw = typeof content === 'string' ? new TextEncoder().encode(content) : new Uint8Array(content);
     await this.#send('PUT', `/v1/sandboxes/${encodeURIComponent(id)}/files/content`, {
       query: { path },
       raw,
@@ -655,4 +654,15 @@ function sleep(ms: number): Promise<void> {
 
 function processesPath(id: string, pid?: number): string {
   return `/v1/sandboxes/${encodeURIComponent(id)}/processes${pid === undefined ? '' : `/${pid}`}`;
+}
+
+/**
+ * Bytes as base64 without Node's Buffer: the client runs in browsers too (the web console bundles it).
+ * In slices, since String.fromCharCode takes its arguments on the stack.
+ */
+function base64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let at = 0; at < bytes.length; at += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
+  return btoa(binary);
 }
