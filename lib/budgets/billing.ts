@@ -1,6 +1,7 @@
+import type { SandboxCost } from '../schemas/sandbox-parts.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import * as z from '../zod.ts';
-import { maxRate, type SandboxRates, sandboxRatesSchema } from './prices.ts';
+import { fromMicros, maxRate, type SandboxRates, sandboxRatesSchema } from './prices.ts';
 
 /**
  * What a sandbox owes and holds of its budgets, kept on its record so that every write's budget effect
@@ -88,6 +89,21 @@ export function costSoFar(billing: SandboxBilling): number {
         rates.stopped * billing.stoppedMs) /
         1000,
   );
+}
+
+/** A sandbox's cost as its view shows it: in currency units, with the stretch being billed now. */
+export function costView(billing: SandboxBilling, status: SandboxStatus): SandboxCost {
+  const state = billing.settledAt === null ? billedStateOf(status) : null;
+  return {
+    month: billing.month,
+    soFar: fromMicros(billing.settledAt === null ? costSoFar(billing) : billing.spent),
+    reserved: fromMicros(billing.reserved),
+    accruing:
+      state === null || billing.since === null
+        ? null
+        : { since: billing.since, perSecond: fromMicros(billing.rates[state]) },
+    settledAt: billing.settledAt,
+  };
 }
 
 interface Billed {

@@ -1,4 +1,4 @@
-import { billingAfterMove } from '../budgets/billing.ts';
+import { billingAfterMove, costView } from '../budgets/billing.ts';
 import type { SandboxStatus } from '../schemas/sandbox-status.ts';
 import type { SandboxView } from '../schemas/sandboxes.ts';
 import type { SandboxRecord } from '../store/records.ts';
@@ -85,5 +85,6 @@ export function sandboxView(record: SandboxRecord): SandboxView {
     operation: record.operation,
     idle: record.idle,
     warm: record.warm,
+    cost: record.billing === null ? null : costView(record.billing, record.status),
   };
 }

@@ -105,3 +105,20 @@ export const sandboxWarmSchema = z.object({
   readyAt: z.string(),
 });
 export type SandboxWarm = z.infer<typeof sandboxWarmSchema>;
+
+/**
+ * What a sandbox has cost and holds of its budgets, in the pools' currency (docs/tenancy.md, "Budgets").
+ * `soFar` counts up to its last change; while it is billed, `accruing` says since when and at what rate,
+ * so a reader adds `perSecond` x the seconds since `since` for the cost now.
+ */
+export const sandboxCostSchema = z.object({
+  /** The month (UTC, YYYY-MM) whose budget holds the reservation and receives the spend. */
+  month: z.string(),
+  soFar: z.number(),
+  /** What it holds of its budgets: the most it can cost over its TTL (again after a TTL change); zero once settled. */
+  reserved: z.number(),
+  accruing: z.nullable(z.object({ since: z.string(), perSecond: z.number() })),
+  /** When it was settled (terminated or failed): `soFar` is then what it was charged. */
+  settledAt: z.nullable(z.string()),
+});
+export type SandboxCost = z.infer<typeof sandboxCostSchema>;

@@ -6,6 +6,7 @@ import {
   placementDecisionSchema,
   requestedResourcesSchema,
   resourcesSchema,
+  sandboxCostSchema,
   sandboxIdleSchema,
   sandboxOperationSchema,
   sandboxWarmSchema,
@@ -69,6 +70,8 @@ export const sandboxSchema = z.object({
   network: z.nullable(sandboxNetworkSchema),
   /** Set when it came from a warm pool: the instance was ready before the create (docs/placement.md). */
   warm: z.nullable(sandboxWarmSchema),
+  /** What it has cost and holds of its budgets (null before it is first activated; docs/tenancy.md). */
+  cost: z.nullable(sandboxCostSchema),
 });
 export type SandboxView = z.infer<typeof sandboxSchema>;
 

@@ -36,6 +36,7 @@ class Sandbox(TypedDict):
     idle: dict[str, Any] | None
     network: dict[str, Any] | None
     warm: dict[str, Any] | None
+    cost: dict[str, Any] | None
 
 
 class _UpdatedSandboxRequired(TypedDict):
@@ -61,6 +62,7 @@ class _UpdatedSandboxRequired(TypedDict):
     idle: dict[str, Any] | None
     network: dict[str, Any] | None
     warm: dict[str, Any] | None
+    cost: dict[str, Any] | None
 
 
 class UpdatedSandbox(_UpdatedSandboxRequired, total=False):
