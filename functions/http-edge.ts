@@ -31,10 +31,35 @@ function httpErrorEnvelope(logger: Observability['logger']): MiddlewareObj {
  * carries and the error envelope. Its own module, so that a worker's bundle does not load middy's
  * security-headers middleware.
  */
-export const httpEdge: HttpEdge = (logger) => [
-  httpSecurityHeaders({
-    // A JSON API: nothing it answers may be framed, sniffed or run as a page.
+export const httpEdge: HttpEdge = (logger) => [securityHeaders(), httpErrorEnvelope(logger)];
+
+/**
+ * middy's security headers, with one exception: a response that states its own Content-Security-Policy
+ * keeps it. Only the web console's page does (lib/console/serve.ts), whose policy lets its own scripts
+ * and styles run; everything else is JSON, which nothing may frame, sniff or run as a page.
+ */
+function securityHeaders(): MiddlewareObj {
+  const headers = httpSecurityHeaders({
     contentSecurityPolicy: { 'default-src': "'none'", 'frame-ancestors': "'none'" },
-  }),
-  httpErrorEnvelope(logger),
-];
+  });
+  const keepingOwnPolicy = (apply: MiddlewareObj['after']): MiddlewareObj['after'] =>
+    apply === undefined
+      ? undefined
+      : async (request) => {
+          const own = headersOf(request.response)?.[contentSecurityPolicy];
+          await apply(request);
+          const headers = headersOf(request.response);
+          if (own !== undefined && headers !== undefined) headers[contentSecurityPolicy] = own;
+        };
+  return {
+    name: 'http-security-headers',
+    after: keepingOwnPolicy(headers.after),
+    onError: keepingOwnPolicy(headers.onError),
+  };
+}
+
+const contentSecurityPolicy = 'Content-Security-Policy';
+
+function headersOf(response: unknown): Record<string, string> | undefined {
+  return (response as { headers?: Record<string, string> } | null | undefined)?.headers;
+}

@@ -10,6 +10,7 @@ import { buildPools } from '../adapters/registry.ts';
 import type { AdapterCallTracer } from '../adapters/traced-adapter.ts';
 import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, parseConfigText } from '../lib/config.ts';
+import type { ConsoleAssets } from '../lib/console/assets.ts';
 import type { ControlPlaneDeps } from '../lib/control-plane.ts';
 import { EventBridgePublisher } from '../lib/events/eventbridge.ts';
 import { allPublishers, type EventPublisher, publishLifecycleEvents } from '../lib/events/port.ts';
@@ -21,6 +22,7 @@ import { documentClient } from '../lib/store/dynamodb/client.ts';
 import { dynamoDbStore } from '../lib/store/dynamodb/dynamodb-store.ts';
 import type { Store } from '../lib/store/port.ts';
 import { WebhookFanout } from '../lib/webhooks/fanout.ts';
+import { bundledConsoleAssets } from './console-assets.ts';
 import { env, requireAllEnv, requireEnv } from './environment.ts';
 import { observability, powertoolsLog } from './observability.ts';
 
@@ -105,6 +107,8 @@ export interface ContainerParts {
   /** Traces every backend call (the X-Ray tracer on Lambda). */
   traceAdapterCall?: AdapterCallTracer;
   validateResponses?: boolean;
+  /** The web console's files (the api function serves them under /console). */
+  consoleAssets?: ConsoleAssets;
 }
 
 /**
@@ -146,6 +150,7 @@ export async function containerFromEnv(): Promise<ControlPlaneDeps> {
   });
   fanout.attach({ store, queue });
   return wireContainer({
+    consoleAssets: bundledConsoleAssets(),
     config,
     store,
     ...(provisionDlq &&

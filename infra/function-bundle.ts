@@ -127,6 +127,12 @@ export const functionEntries = [
   'pool-refresh',
 ] as const;
 
+/**
+ * The functions whose bundle carries the web console's files: the buffered API function, where API
+ * Gateway's {proxy+} sends /console (the streaming one serves only its streamed routes).
+ */
+export const consoleServingEntries = ['api'] as const;
+
 /** The functions that serve no HTTP: queue workers and schedules. */
 export const workerEntries = functionEntries.filter((entry) => entry !== 'api' && entry !== 'api-stream');
 

@@ -1,4 +1,5 @@
 import type { Config } from './config.ts';
+import { type ConsoleAssets, consolePrefix } from './console/assets.ts';
 import { e2bPrefix, e2bStreamedRoutes, sandboxHostMatcher } from './e2b/surface.ts';
 import { createRouter } from './http/router.ts';
 import { type RouteDeps, restRoutes } from './http/routes/index.ts';
@@ -33,6 +34,8 @@ export interface ControlPlaneDeps {
   now?: () => Date;
   /** Check response bodies against the route schemas (tests and the local runtime). */
   validateResponses?: boolean;
+  /** The web console's built files, served under /console (lib/console/serve.ts); absent: not served. */
+  consoleAssets?: ConsoleAssets;
 }
 
 /** The API's version, in the OpenAPI document. */
@@ -99,6 +102,10 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
       log: deps.log,
     }),
   );
+  // The console's files, beside the API like the facade: imported on the first request under its prefix.
+  const webConsole = once(async () =>
+    (await import('./console/serve.ts')).createConsoleHandler(deps.consoleAssets),
+  );
   const sandboxHost = sandboxHostMatcher(deps.config.e2b.sandboxDomain);
   const handleHttp = async (request: HttpRequest) => {
     // `<port>-<sandboxId>.<domain>`: the facade's header routing, from the host.
@@ -109,6 +116,8 @@ export function createControlPlane(deps: ControlPlaneDeps): ControlPlane {
         path: `${e2bPrefix}${request.path}`,
         headers: { ...request.headers, 'e2b-sandbox-id': host.sandboxId, 'e2b-sandbox-port': host.port },
       });
+    if (request.path === consolePrefix || request.path.startsWith(`${consolePrefix}/`))
+      return (await webConsole())(request);
     return request.path === e2bPrefix || request.path.startsWith(`${e2bPrefix}/`)
       ? (await e2bFacade())(request)
       : handleApi(request);

@@ -133,6 +133,7 @@ async function main(): Promise<void> {
     [
       '',
       `Differently is running at ${runtime.url}`,
+      `  console:   ${runtime.url}/console/ (open it in a browser and sign in with an API key)`,
       `  admin key: ${keyLine}`,
       `  pools:     ${config.pools.map((p) => `${p.name} (${p.adapter})`).join(', ') || 'none'}`,
       `  store:     ${storeLine}`,

@@ -47,6 +47,7 @@ import type { Store } from '../../lib/store/port.ts';
 import { WebhookFanout } from '../../lib/webhooks/fanout.ts';
 import { declaredStreamedRoutes } from '../declared-routes.ts';
 import { apiGateway } from './api-gateway.ts';
+import { localConsoleAssets } from './console-assets.ts';
 import { startDynamoDbLocal } from './dynamodb-local.ts';
 import { type QueueSettings, startEmbeddedSqs } from './embedded-sqs.ts';
 import { FunctionContainers } from './function-containers.ts';
@@ -285,6 +286,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       adminKey,
       adapters: backends,
       validateResponses: true,
+      consoleAssets: localConsoleAssets,
     });
   fanout.attach({ store: backing.store(), queue: new SqsWorkQueue(sqs.client, sqs.urls) });
   const plane = createControlPlane(await coldStart());

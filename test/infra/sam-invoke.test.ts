@@ -296,6 +296,18 @@ describe('sam local invoke, without Docker: every function of the synthesized te
     const committed = readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8');
     expect(parseJson(jsonObject, document.body)).toEqual(parseJson(jsonObject, committed));
 
+    // The web console as bundled: the page from the files beside the bundle, under the console's own
+    // policy (the edge's security headers keep it), and the script it names.
+    const consoleCall = await invoke('Api', 'api-console.json');
+    const page = apiResult.extend({ isBase64Encoded: z.boolean() }).parse(consoleCall.result);
+    expect(page.statusCode, consoleCall.logs).toBe(200);
+    const html = page.isBase64Encoded ? Buffer.from(page.body, 'base64').toString('utf8') : page.body;
+    const nonce = /name="style-nonce" content="([^"]+)"/.exec(html)?.[1];
+    expect(page.headers?.['Content-Security-Policy']).toContain(`style-src 'self' 'nonce-${nonce}'`);
+    expect(page.headers?.['Content-Security-Policy']).toContain("script-src 'self'");
+    const script = /src="(assets\/app-[^"]+\.js)"/.exec(html)?.[1] ?? '';
+    expect(existsSync(join(functions.Api?.assetDir ?? '', 'console', script)), script).toBe(true);
+
     // The MCP endpoint as bundled: the MCP SDK runs on its own copy of zod (infra/function-bundle.ts), which
     // must read the routes' schemas (built with lib/zod.ts) for the tool list and check a call with them.
     const listed = await invoke('ApiStream', 'api-mcp-tools-list.json', ids);

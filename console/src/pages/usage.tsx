@@ -1,0 +1,161 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import type { BudgetView } from '../../../sdk/client.ts';
+import type { Signed } from '../app.tsx';
+import { ErrorNote, money, Section, Table } from '../components.tsx';
+import { useLoad } from '../hooks.ts';
+
+interface Sample {
+  at: number;
+  spent: number;
+  reserved: number;
+  monthly: number | null;
+}
+
+/**
+ * The org's quota use and budget. The API answers the budget as it is now; the chart is what this page
+ * has read of it since it opened (one sample a poll), against the monthly budget.
+ */
+export function UsagePage({ signed }: { signed: Signed }) {
+  const { client } = signed;
+  const usage = useLoad(() => client.usage(), [], 5000);
+  const sandboxes = useLoad(() => client.listSandboxes({ limit: 100 }), [], 5000);
+  const [samples, setSamples] = useState<Sample[]>([]);
+  useEffect(() => {
+    const budget = usage.value?.budget;
+    if (budget === undefined) return;
+    setSamples((kept) => [
+      ...kept.slice(-359),
+      { at: Date.now() / 1000, spent: budget.spent, reserved: budget.reserved, monthly: budget.monthly },
+    ]);
+  }, [usage.value]);
+  const view = usage.value;
+  return (
+    <>
+      <h1>Usage and budgets</h1>
+      <ErrorNote error={usage.error} />
+      {view !== undefined && (
+        <>
+          <Section title="Budget">
+            <Budget name={`Organization, ${view.budget.month}`} budget={view.budget} />
+            {view.projectBudget !== undefined && (
+              <Budget name="This key's project" budget={view.projectBudget} />
+            )}
+            <SpendChart samples={samples} />
+          </Section>
+          <Section title="Quota">
+            <Table caption="Quota use" columns={['Limit', 'In use', 'Left', 'Use']}>
+              {(['sandboxes', 'cpu', 'memoryMiB', 'diskGiB', 'snapshots'] as const).map((name) => {
+                const used = view.usage[name];
+                const left = view.available[name];
+                const total = used + left;
+                return (
+                  <tr key={name}>
+                    <th scope="row">{name}</th>
+                    <td>{used}</td>
+                    <td>{left}</td>
+                    <td>
+                      <meter min={0} max={total || 1} value={used} aria-label={`${name} used`} />
+                    </td>
+                  </tr>
+                );
+              })}
+            </Table>
+          </Section>
+        </>
+      )}
+      <Section title="By pool and project">
+        <ErrorNote error={sandboxes.error} />
+        <Breakdown items={sandboxes.value?.items ?? []} />
+      </Section>
+    </>
+  );
+}
+
+function Budget({ name, budget }: { name: string; budget: BudgetView }) {
+  return (
+    <dl class="details">
+      <dt>{name}</dt>
+      <dd>
+        {money(budget.spent)} spent, {money(budget.reserved)} reserved,{' '}
+        {budget.monthly === null ? 'no budget set' : `${money(budget.left)} left of ${money(budget.monthly)}`}
+      </dd>
+    </dl>
+  );
+}
+
+/** Live sandboxes and their CPU by pool and by project. */
+function Breakdown({
+  items,
+}: {
+  items: { pool: string | null; projectId: string | null; status: string; resources: { cpu: number } }[];
+}) {
+  const live = items.filter((s) => s.status !== 'terminated' && s.status !== 'failed');
+  const count = (key: (s: (typeof live)[number]) => string) => {
+    const totals = new Map<string, { sandboxes: number; cpu: number }>();
+    for (const sandbox of live) {
+      const total = totals.get(key(sandbox)) ?? { sandboxes: 0, cpu: 0 };
+      total.sandboxes++;
+      total.cpu += sandbox.resources.cpu;
+      totals.set(key(sandbox), total);
+    }
+    return [...totals.entries()];
+  };
+  const rows = [
+    ...count((s) => `pool ${s.pool ?? '(not placed yet)'}`),
+    ...count((s) => `project ${s.projectId ?? '(none)'}`),
+  ];
+  if (rows.length === 0) return <p class="muted">No live sandboxes.</p>;
+  return (
+    <Table caption="Live sandboxes by pool and project" columns={['Where', 'Sandboxes', 'CPU']}>
+      {rows.map(([name, total]) => (
+        <tr key={name}>
+          <th scope="row">{name}</th>
+          <td>{total.sandboxes}</td>
+          <td>{total.cpu}</td>
+        </tr>
+      ))}
+    </Table>
+  );
+}
+
+function SpendChart({ samples }: { samples: Sample[] }) {
+  const host = useRef<HTMLDivElement>(null);
+  const chart = useRef<uPlot | null>(null);
+  useEffect(() => {
+    if (host.current === null) return;
+    chart.current = new uPlot(
+      {
+        title: 'Spent and reserved (this page’s samples), against the budget',
+        width: Math.min(720, host.current.clientWidth || 720),
+        height: 240,
+        series: [
+          {},
+          { label: 'spent ($)', stroke: '#1f5fa8' },
+          { label: 'reserved ($)', stroke: '#b35c00' },
+          { label: 'budget ($)', stroke: '#6b6b6b', dash: [6, 4] },
+        ],
+        axes: [{}, { label: '$' }],
+      },
+      [[], [], [], []],
+      host.current,
+    );
+    return () => chart.current?.destroy();
+  }, []);
+  useEffect(() => {
+    chart.current?.setData([
+      samples.map((s) => s.at),
+      samples.map((s) => s.spent),
+      samples.map((s) => s.spent + s.reserved),
+      samples.map((s) => s.monthly),
+    ]);
+  }, [samples]);
+  return (
+    <div
+      class="chart"
+      ref={host}
+      role="img"
+      aria-label="Chart of spend and reservations against the budget"
+    />
+  );
+}
