@@ -1,8 +1,8 @@
 import type * as z from 'zod';
 import type { BudgetView } from '../lib/schemas/tenancy.ts';
-import type { WebhookView } from '../lib/schemas/webhooks.ts';
+import type { WebhookDeliveryStatus, WebhookView } from '../lib/schemas/webhooks.ts';
 
-export type { BudgetView, CreatedKey, Snapshot, WebhookView };
+export type { BudgetView, CreatedKey, Snapshot, WebhookDeliveryStatus, WebhookView };
 
 import type { ProcessSignal, TerminalSize } from '../lib/adapter/processes.ts';
 import type {
@@ -553,6 +553,17 @@ export class DifferentlyClient {
         { retry: true },
       ),
     /** A new secret; the previous one keeps signing beside it for 24 hours. */
+    /** An endpoint's deliveries, newest first (kept 7 days): attempts, the last answer or error, delivered. */
+    listWebhookDeliveries: (
+      orgId: string,
+      webhookId: string,
+      query: { cursor?: string; limit?: number } = {},
+    ): Promise<Page<WebhookDeliveryStatus>> =>
+      this.#json(
+        'GET',
+        `/v1/admin/orgs/${encodeURIComponent(orgId)}/webhooks/${encodeURIComponent(webhookId)}/deliveries`,
+        { query, retry: true },
+      ),
     rotateWebhookSecret: (orgId: string, webhookId: string): Promise<WebhookView & { secret: string }> =>
       this.#json(
         'POST',

@@ -60,6 +60,7 @@ export const sdkOperations = {
   getAdminOrgsByIdWebhooks: 'admin.listWebhooks',
   deleteAdminOrgsByIdWebhooksByWebhookId: 'admin.deleteWebhook',
   postAdminOrgsByIdWebhooksByWebhookIdRotateSecret: 'admin.rotateWebhookSecret',
+  getAdminOrgsByIdWebhooksByWebhookIdDeliveries: 'admin.listWebhookDeliveries',
   getAdminOrgsByIdBudget: 'admin.getBudget',
   putAdminOrgsByIdProjectsByProjectIdBudget: 'admin.setProjectBudget',
   getAdminOrgsByIdProjectsByProjectIdBudget: 'admin.getProjectBudget',

@@ -55,6 +55,7 @@ export const admin: Command = {
   differently admin keys list <org-id> | keys revoke <key-id> | keys rotate <key-id>
   differently admin webhooks create <org-id> <url> [--event sandbox.running]... | webhooks list <org-id>
   differently admin webhooks rotate <org-id> <webhook-id> | webhooks delete <org-id> <webhook-id>
+  differently admin webhooks deliveries <org-id> <webhook-id>   (newest first: attempts, last answer, delivered)
   differently admin pools list | pools get <name> | pools delete <name>
   differently admin pools create --file POOL.json      (the fields of a pool in the config file)
   differently admin pools update <name> --file PATCH.json
@@ -165,6 +166,22 @@ verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin
               );
         // The only time the signing secret is shown.
         ctx.print(hook, () => `${hook.id}\n${hook.secret}\n(the signing secret is shown only now)`);
+      } else if (verb === 'deliveries') {
+        const page = await client.admin.listWebhookDeliveries(
+          ctx.need(orgId, 'org-id'),
+          ctx.need(second, 'webhook-id'),
+          { limit: 100 },
+        );
+        ctx.print(page, () =>
+          table(
+            page.items.map((item) => ({
+              ...item,
+              answer: item.lastStatus === null ? (item.lastError ?? '') : String(item.lastStatus),
+              deliveredAt: item.deliveredAt ?? 'not yet',
+            })),
+            ['id', 'type', 'createdAt', 'attempts', 'answer', 'deliveredAt'],
+          ),
+        );
       } else if (verb === 'delete') {
         const gone = await client.admin.deleteWebhook(
           ctx.need(orgId, 'org-id'),

@@ -56,6 +56,42 @@ export const webhookParams = z.strictObject({
   webhookId: z.string().check(z.regex(idPattern('webhook'), 'a webhook id (whk_...)')),
 });
 
+/** How long a delivery's record (its attempts and outcome) is kept: the webhooks' own history, not the audit. */
+export const deliveryRecordDays = 7;
+
+/**
+ * One delivery to one endpoint as its org's admin sees it: what it carried, how many attempts it took,
+ * what the endpoint last answered (or why it could not be reached), and when it was delivered.
+ */
+export const webhookDeliveryStatusSchema = z.object({
+  /** The delivery's id (the same on every attempt, in the X-Differently-Delivery header). */
+  id: z.string(),
+  webhookId: z.string(),
+  type: z.string(),
+  sandboxId: z.string(),
+  /** When the event happened (the body's createdAt). */
+  createdAt: z.string(),
+  attempts: z.int(),
+  lastAttemptAt: z.string(),
+  /** The HTTP status the endpoint last answered; null when it did not answer. */
+  lastStatus: z.nullable(z.int()),
+  /** Why the last attempt got no answer (a timeout, a refused connection, a refused address). */
+  lastError: z.nullable(z.string()),
+  /** Null until an attempt is answered 2xx; after that, later attempts (at least once) change nothing. */
+  deliveredAt: z.nullable(z.string()),
+});
+export type WebhookDeliveryStatus = z.infer<typeof webhookDeliveryStatusSchema>;
+
+/** One attempt at a delivery, as the webhooks worker reports it. */
+export interface DeliveryAttempt {
+  orgId: string;
+  webhookId: string;
+  delivery: { id: string; type: string; createdAt: string; sandboxId: string };
+  at: string;
+  status: number | null;
+  error: string | null;
+}
+
 /** What a delivery's body holds: one lifecycle event. `id` is the same on every retry (de-duplicate on it). */
 export const webhookDeliverySchema = z.object({
   id: z.string(),

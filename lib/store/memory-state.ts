@@ -3,7 +3,7 @@ import { chargeOf } from '../budgets/billing.ts';
 import { type BudgetScope, budgetExceeded, emptyLedger, type Ledger } from '../budgets/ledger.ts';
 import { newId } from '../ids.ts';
 import { exceededQuota, round, type Usage, zeroUsage } from '../quotas/usage.ts';
-import type { WebhookRecord } from '../schemas/webhooks.ts';
+import type { WebhookDeliveryStatus, WebhookRecord } from '../schemas/webhooks.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { poolAtLimit, quotaExceeded } from './errors.ts';
 import type { Page, PageRequest } from './page.ts';
@@ -45,6 +45,8 @@ export class MemoryState {
   readonly ledgers = new Map<string, Ledger>();
   readonly activity = new Map<string, string>();
   readonly webhooks = new Map<string, WebhookRecord>();
+  /** Delivery records by `orgId#deliverySortKey` (kept for the run: the memory store has no TTL). */
+  readonly deliveries = new Map<string, WebhookDeliveryStatus>();
   readonly audit = new Map<string, AuditEvent[]>();
   /** Kept apart from the events, as in DynamoDB, so a deleted last event is detected. */
   readonly heads = new Map<string, ChainHead>();

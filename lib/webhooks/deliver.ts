@@ -46,8 +46,10 @@ export async function deliverWebhook(
   const body = JSON.stringify(delivery satisfies WebhookDelivery);
   const url = new URL(webhook.url);
   const context = { webhookId, origin: url.origin, deliveryId: delivery.id, receiveCount };
+  let status: number | null = null;
+  let failure: string | null = null;
   try {
-    const status = await (deps.send ?? postDelivery)(
+    status = await (deps.send ?? postDelivery)(
       url,
       {
         'content-type': 'application/json',
@@ -59,10 +61,47 @@ export async function deliverWebhook(
       body,
       { devMode: deps.devMode, timeoutMs: deliveryTimeoutMs },
     );
-    if (status >= 200 && status < 300) return done;
-    deps.log.warn('webhook delivery refused by its endpoint; retrying', { ...context, status });
+    if (status < 200 || status >= 300)
+      deps.log.warn('webhook delivery refused by its endpoint; retrying', { ...context, status });
   } catch (error) {
+    failure = failureReason(error);
     deps.log.warn('webhook delivery failed; retrying', { ...context, error: describeError(error) });
   }
+  // The delivery's record, for its org's admin (GET .../webhooks/{id}/deliveries): a failure to write it
+  // neither fails nor repeats the delivery.
+  await deps.store
+    .recordDeliveryAttempt({
+      orgId: message.orgId,
+      webhookId,
+      delivery: {
+        id: delivery.id,
+        type: delivery.type,
+        createdAt: delivery.createdAt,
+        sandboxId: delivery.data.sandboxId,
+      },
+      at: now.toISOString(),
+      status,
+      error: failure,
+    })
+    .catch((error: unknown) =>
+      deps.log.warn('could not record a webhook delivery attempt', {
+        ...context,
+        error: describeError(error),
+      }),
+    );
+  if (status !== null && status >= 200 && status < 300) return done;
   return retryAfter(deliveryBackoffSeconds(receiveCount));
+}
+
+/**
+ * Why an attempt got no answer, in words that carry nothing of the endpoint's URL or of what its server
+ * said: a timeout, a connection error's code, or the address check's refusal.
+ */
+export function failureReason(error: unknown): string {
+  const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
+  if (name === 'TimeoutError' || name === 'AbortError')
+    return `no answer within ${deliveryTimeoutMs / 1000} s`;
+  if (typeof message === 'string' && message.startsWith('the name resol')) return message;
+  if (typeof code === 'string' && /^[A-Z_]+$/.test(code)) return `could not connect (${code})`;
+  return 'the request failed';
 }

@@ -3,9 +3,11 @@ import { newId } from '../ids.ts';
 import {
   type createWebhookSchema,
   maxWebhooksPerOrg,
+  type WebhookDeliveryStatus,
   type WebhookRecord,
   type WebhookView,
 } from '../schemas/webhooks.ts';
+import type { Page, PageRequest } from '../store/page.ts';
 import type { TenancyStore } from '../store/tenancy/port.ts';
 import type { WebhookStore } from '../store/webhooks/port.ts';
 import type * as z from '../zod.ts';
@@ -83,6 +85,12 @@ export class Webhooks {
       items: (await this.#store.listWebhooks(orgId)).map((record) => webhookView(record, now)),
       nextCursor: null,
     };
+  }
+
+  /** An endpoint's deliveries, newest event first (kept deliveryRecordDays). */
+  async deliveries(orgId: string, id: string, page: PageRequest): Promise<Page<WebhookDeliveryStatus>> {
+    if ((await this.#store.getWebhook(orgId, id)) === undefined) throw errors.notFound('webhook', id);
+    return this.#store.listDeliveries(orgId, id, page);
   }
 
   async delete(orgId: string, id: string, actor: string): Promise<{ id: string; deleted: true }> {

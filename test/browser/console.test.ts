@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import puppeteer, { type Browser, type ElementHandle, type Page } from 'puppeteer-core';
@@ -33,6 +35,8 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
   let admin: DifferentlyClient;
   let acme: { orgId: string; key: string; adminKey: string };
   let otherSandbox: string;
+  /** A webhook endpoint of the test's: answers 204 to every delivery. */
+  let receiver: { url: string; close: () => Promise<void> };
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'differently-console-'));
@@ -71,6 +75,18 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
         labels: { secret: 'other' },
       })
     ).id;
+    const server = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.statusCode = 204;
+        response.end();
+      });
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    receiver = {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      close: () => new Promise<void>((closed) => server.close(() => closed())),
+    };
     browser = await puppeteer.launch({
       executablePath: chromium,
       headless: true,
@@ -92,6 +108,7 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
   afterAll(async () => {
     await browser?.close();
     await plane?.stop();
+    await receiver?.close();
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
@@ -367,6 +384,38 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
     await page.click(`tr[data-org="${acme.orgId}"] a`);
     await waitForText('Keys');
     await waitForText('ops');
+    // A webhook to a receiver of the test's, and a sandbox whose events it receives: the page lists them.
+    await admin.admin.setBudget(acme.orgId, null);
+    const hook = await admin.admin.createWebhook(acme.orgId, {
+      url: receiver.url,
+      events: ['sandbox.running'],
+    });
+    const sandbox = await new DifferentlyClient({ endpoint: plane.url, apiKey: acme.key }).createSandbox({
+      placement: { allowedPools: ['fake'] },
+      ttlSeconds: 60,
+    });
+    await page.reload({ waitUntil: 'domcontentloaded' });
+    await page.waitForSelector(`li[data-webhook="${hook.id}"] button[aria-expanded]`);
+    await page.click(`li[data-webhook="${hook.id}"] button[aria-expanded]`);
+    const delivered = await page.waitForFunction(
+      (id: string) => {
+        const row = [...document.querySelectorAll('tr[data-delivery]')].find((each) =>
+          each.textContent?.includes(id),
+        );
+        const cells = [...(row?.children ?? [])].map((cell) => cell.textContent ?? '');
+        return cells.length > 0 && cells[5] !== 'not yet' ? cells : undefined;
+      },
+      { timeout: 60_000, polling: 250 },
+      sandbox.id,
+    );
+    expect(await delivered.jsonValue()).toEqual([
+      'sandbox.running',
+      sandbox.id,
+      expect.any(String),
+      '1',
+      '204',
+      expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+    ]);
     await shot('admin-org');
     expect(await accessibility()).toEqual([]);
     await page.goto(`${consoleUrl}#/trust`, { waitUntil: 'domcontentloaded' });

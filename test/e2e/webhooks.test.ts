@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import * as z from 'zod';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
-import { webhookDeliverySchema } from '../../lib/schemas/webhooks.ts';
+import { webhookDeliverySchema, webhookDeliveryStatusSchema } from '../../lib/schemas/webhooks.ts';
 import { verifyDelivery } from '../../lib/webhooks/signature.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError, waitFor } from '../helpers/http-client.ts';
@@ -89,6 +89,18 @@ describe.each(['memory', 'dynamodb'] as const)('tenant webhooks (%s store)', (st
   };
   const unregister = (id: string) =>
     e.api.delete(`/v1/admin/orgs/${orgId}/webhooks/${id}`, e.runtime.adminKey);
+  const deliveryPage = z.object({
+    items: z.array(webhookDeliveryStatusSchema),
+    nextCursor: z.nullable(z.string()),
+  });
+  const deliveryRecords = async (webhookId: string) => {
+    const answer = await e.api.get(
+      `/v1/admin/orgs/${orgId}/webhooks/${webhookId}/deliveries`,
+      e.runtime.adminKey,
+    );
+    expect(answer.status, answer.text).toBe(200);
+    return deliveryPage.parse(answer.body);
+  };
   const deliveriesAt = (path: string, sandboxId: string) =>
     endpoint
       .at(path)
@@ -142,6 +154,20 @@ describe.each(['memory', 'dynamodb'] as const)('tenant webhooks (%s store)', (st
     );
     expect(got.map((entry) => entry.delivery.type)).toEqual(['sandbox.running', 'sandbox.running']);
     expect(got[0]?.delivery.id).toBe(got[1]?.delivery.id);
+    // Its record, for the org's admin: two attempts, the last answered 204, delivered.
+    const record = await waitFor(
+      async () => deliveryRecords(hook.id),
+      (page) => page.items.some((item) => item.sandboxId === sandbox.id && item.deliveredAt !== null),
+      'the delivery recorded as delivered',
+    );
+    expect(record.items.find((item) => item.sandboxId === sandbox.id)).toMatchObject({
+      id: got[0]?.delivery.id,
+      webhookId: hook.id,
+      type: 'sandbox.running',
+      attempts: 2,
+      lastStatus: 204,
+      lastError: null,
+    });
     await unregister(hook.id);
     await e.destroy(sandbox.id);
   });
@@ -157,6 +183,28 @@ describe.each(['memory', 'dynamodb'] as const)('tenant webhooks (%s store)', (st
     );
     expect(dead.find((body) => body.includes(sandbox.id))).toContain(hook.id);
     expect(deliveriesAt('/down', sandbox.id)).toHaveLength(2);
+    const record = (await deliveryRecords(hook.id)).items.find((item) => item.sandboxId === sandbox.id);
+    expect(record).toMatchObject({ attempts: 2, lastStatus: 500, lastError: null, deliveredAt: null });
+    // An endpoint that does not answer at all: the reason is said, with nothing of its URL.
+    const refused = await e.api.post(`/v1/admin/orgs/${orgId}/webhooks`, e.runtime.adminKey, {
+      url: 'http://127.0.0.1:1/never',
+      events: ['sandbox.running'],
+    });
+    expect(refused.status, refused.text).toBe(201);
+    const refusedHook = created.parse(refused.body);
+    const other = await e.running('fake2');
+    const failed = await waitFor(
+      async () => (await deliveryRecords(refusedHook.id)).items.find((item) => item.sandboxId === other.id),
+      (item) => item !== undefined,
+      'the refused delivery recorded',
+    );
+    expect(failed).toMatchObject({
+      lastStatus: null,
+      lastError: 'could not connect (ECONNREFUSED)',
+      deliveredAt: null,
+    });
+    await unregister(refusedHook.id);
+    await e.destroy(other.id);
     await unregister(hook.id);
     await e.destroy(sandbox.id);
   });
@@ -241,6 +289,12 @@ describe.each(['memory', 'dynamodb'] as const)('tenant webhooks (%s store)', (st
       .object({ items: z.array(z.unknown()) })
       .parse((await e.api.get(`/v1/admin/orgs/${other.id}/webhooks`, e.runtime.adminKey)).body);
     expect(theirs.items).toEqual([]);
+    // Nor their deliveries: an endpoint is found under its own org only.
+    expectError(
+      await e.api.get(`/v1/admin/orgs/${other.id}/webhooks/${hooks[0]?.id}/deliveries`, e.runtime.adminKey),
+      404,
+      'not_found',
+    );
     expectError(await unregister('whk_01ARZ3NDEKTSV4RRFFQ69G5FAV'), 404, 'not_found');
     for (const hook of hooks) await unregister(hook.id);
   });

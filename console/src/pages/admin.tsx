@@ -63,6 +63,7 @@ function Org({ signed, orgId }: { signed: Signed; orgId: string }) {
   const [budget, setBudget] = useState('');
   const [maxSandboxes, setMaxSandboxes] = useState('');
   const [hookUrl, setHookUrl] = useState('');
+  const [shownDeliveries, setShownDeliveries] = useState<string | null>(null);
   const view = org.value;
   return (
     <>
@@ -176,8 +177,15 @@ function Org({ signed, orgId }: { signed: Signed; orgId: string }) {
         </ActionForm>
         <ul>
           {(webhooks.value?.items ?? []).map((hook) => (
-            <li key={hook.id}>
+            <li key={hook.id} data-webhook={hook.id}>
               {hook.url} ({hook.events?.join(', ') ?? 'every event'}){' '}
+              <button
+                type="button"
+                aria-expanded={shownDeliveries === hook.id}
+                onClick={() => setShownDeliveries(shownDeliveries === hook.id ? null : hook.id)}
+              >
+                Deliveries <span class="visually-hidden">of {hook.url}</span>
+              </button>{' '}
               <button
                 type="button"
                 onClick={() =>
@@ -189,10 +197,45 @@ function Org({ signed, orgId }: { signed: Signed; orgId: string }) {
               >
                 Delete <span class="visually-hidden">{hook.url}</span>
               </button>
+              {shownDeliveries === hook.id && (
+                <Deliveries signed={signed} orgId={orgId} webhookId={hook.id} />
+              )}
             </li>
           ))}
         </ul>
       </Section>
+    </>
+  );
+}
+
+/** An endpoint's deliveries (the API keeps a week of them), newest first, polled while shown. */
+function Deliveries({ signed, orgId, webhookId }: { signed: Signed; orgId: string; webhookId: string }) {
+  const deliveries = useLoad(
+    () => signed.client.admin.listWebhookDeliveries(orgId, webhookId, { limit: 50 }),
+    [orgId, webhookId],
+    5000,
+  );
+  return (
+    <>
+      <ErrorNote error={deliveries.error} />
+      <Table
+        caption="Deliveries, newest first"
+        columns={['Event', 'Sandbox', 'At', 'Attempts', 'Last answer', 'Delivered']}
+      >
+        {(deliveries.value?.items ?? []).map((delivery) => (
+          <tr key={delivery.id} data-delivery={delivery.id}>
+            <td>{delivery.type}</td>
+            <td>{delivery.sandboxId}</td>
+            <td>
+              <time dateTime={delivery.createdAt}>{delivery.createdAt}</time>
+            </td>
+            <td>{delivery.attempts}</td>
+            <td>{delivery.lastStatus ?? delivery.lastError ?? ''}</td>
+            <td>{delivery.deliveredAt ?? 'not yet'}</td>
+          </tr>
+        ))}
+      </Table>
+      {deliveries.value?.items.length === 0 && <p class="muted">No deliveries in the last week.</p>}
     </>
   );
 }

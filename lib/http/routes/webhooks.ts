@@ -1,5 +1,8 @@
+import { listQuerySchema, pageOf } from '../../schemas/common.ts';
 import {
   createWebhookSchema,
+  deliveryRecordDays,
+  webhookDeliveryStatusSchema,
   webhookParams,
   webhookViewSchema,
   webhookWithSecretSchema,
@@ -52,6 +55,20 @@ export function webhookRoutes(deps: RouteDeps): RouteDefinition[] {
       handle: async ({ params, principal }) => ({
         status: 200,
         body: await webhooks.delete(params.id, params.webhookId, principal.keyId),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/v1/admin/orgs/{id}/webhooks/{webhookId}/deliveries',
+      summary: `An endpoint's deliveries, newest first (kept ${deliveryRecordDays} days): attempts, the last answer or error, when delivered`,
+      auth: 'admin',
+      adminScope: 'org',
+      params: webhookParams,
+      query: listQuerySchema,
+      responses: { 200: pageOf(webhookDeliveryStatusSchema), 400: errorSchema, 404: errorSchema },
+      handle: async ({ params, query }) => ({
+        status: 200,
+        body: await webhooks.deliveries(params.id, params.webhookId, query),
       }),
     }),
     route({

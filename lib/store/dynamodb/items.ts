@@ -31,6 +31,11 @@ export const keyOf = {
   webhook: (orgId: string, webhookId: string) => ({ PK: `ORG#${orgId}`, SK: `WHK#${webhookId}` }),
   /** How many webhook endpoints the org has: what maxWebhooksPerOrg bounds. */
   webhookCount: (orgId: string) => ({ PK: `ORG#${orgId}`, SK: 'WEBHOOKS' }),
+  /** A delivery's record, in a partition of the org's deliveries apart from its other items (sortKey: deliverySortKey). */
+  webhookDelivery: (orgId: string, sortKey: string) => ({
+    PK: `ORG#${orgId}#DELIVERIES`,
+    SK: `WHD#${sortKey}`,
+  }),
   idempotency: (orgId: string, key: string) => ({ PK: `ORG#${orgId}`, SK: `IDEM#${key}` }),
   snapshot: (orgId: string, snapshotId: string) => ({ PK: `ORG#${orgId}`, SK: `SNP#${snapshotId}` }),
   poolUsage: (pool: string) => ({ PK: `POOL#${pool}`, SK: 'USAGE' }),

@@ -1,9 +1,10 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
-import type { WebhookRecord } from '../../schemas/webhooks.ts';
+import type { DeliveryAttempt, WebhookDeliveryStatus, WebhookRecord } from '../../schemas/webhooks.ts';
 import { webhooksExceeded } from '../errors.ts';
-import type { MemoryState } from '../memory-state.ts';
-import type { WebhookStore } from './port.ts';
+import { type MemoryState, paginate } from '../memory-state.ts';
+import type { Page, PageRequest } from '../page.ts';
+import { deliverySortKey, type WebhookStore } from './port.ts';
 
 /** The webhooks aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memoryWebhooks(s: MemoryState): WebhookStore {
@@ -49,6 +50,37 @@ export function memoryWebhooks(s: MemoryState): WebhookStore {
       if (stored === undefined || stored.orgId !== orgId) throw errors.notFound('webhook', id);
       s.webhooks.delete(id);
       s.append(orgId, audit);
+    },
+
+    async recordDeliveryAttempt(attempt: DeliveryAttempt): Promise<void> {
+      const { delivery } = attempt;
+      const key = `${attempt.orgId}#${deliverySortKey(attempt.webhookId, delivery.createdAt, delivery.id)}`;
+      const kept = s.deliveries.get(key);
+      const delivered = attempt.status !== null && attempt.status >= 200 && attempt.status < 300;
+      s.deliveries.set(key, {
+        id: delivery.id,
+        webhookId: attempt.webhookId,
+        type: delivery.type,
+        sandboxId: delivery.sandboxId,
+        createdAt: delivery.createdAt,
+        attempts: (kept?.attempts ?? 0) + 1,
+        lastAttemptAt: attempt.at,
+        lastStatus: attempt.status,
+        lastError: attempt.error,
+        deliveredAt: kept?.deliveredAt ?? (delivered ? attempt.at : null),
+      });
+    },
+
+    async listDeliveries(
+      orgId: string,
+      webhookId: string,
+      page: PageRequest,
+    ): Promise<Page<WebhookDeliveryStatus>> {
+      const prefix = `${orgId}#${webhookId}#`;
+      const mine = [...s.deliveries.entries()]
+        .filter(([key]) => key.startsWith(prefix))
+        .map(([, record]) => record);
+      return paginate(mine, page, (record) => deliverySortKey(record.webhookId, record.createdAt, record.id));
     },
   };
   return part;

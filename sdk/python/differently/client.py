@@ -457,6 +457,14 @@ class Admin:
         path = _path("/v1/admin/orgs/{id}/webhooks/{webhookId}", id=org_id, webhookId=webhook_id)
         return cast("dict[str, Any]", self._t.json("DELETE", path, retry=True))
 
+    def list_webhook_deliveries(
+        self, org_id: str, webhook_id: str, *, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """An endpoint's deliveries, newest first (kept 7 days): attempts, the last answer or error, delivered."""
+        path = _path("/v1/admin/orgs/{id}/webhooks/{webhookId}/deliveries", id=org_id, webhookId=webhook_id)
+        query = {"cursor": cursor, "limit": limit}
+        return cast("dict[str, Any]", self._t.json("GET", path, query=query, retry=True))
+
     def rotate_webhook_secret(self, org_id: str, webhook_id: str) -> dict[str, Any]:
         """A new secret; the previous one keeps signing beside it for 24 hours."""
         path = _path("/v1/admin/orgs/{id}/webhooks/{webhookId}/rotate-secret", id=org_id, webhookId=webhook_id)

@@ -49,6 +49,7 @@ OPERATIONS: dict[str, str] = {
     "getAdminOrgsByIdWebhooks": "admin.list_webhooks",
     "deleteAdminOrgsByIdWebhooksByWebhookId": "admin.delete_webhook",
     "postAdminOrgsByIdWebhooksByWebhookIdRotateSecret": "admin.rotate_webhook_secret",
+    "getAdminOrgsByIdWebhooksByWebhookIdDeliveries": "admin.list_webhook_deliveries",
     "getAdminOrgsByIdBudget": "admin.get_budget",
     "putAdminOrgsByIdProjectsByProjectIdBudget": "admin.set_project_budget",
     "getAdminOrgsByIdProjectsByProjectIdBudget": "admin.get_project_budget",

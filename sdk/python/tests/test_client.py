@@ -182,6 +182,7 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         self.assertTrue(hook["secret"].startswith("whsec_"))
         self.assertIn(hook["id"], [item["id"] for item in self.admin.admin.list_webhooks(self.org_id)["items"]])
         self.assertNotEqual(self.admin.admin.rotate_webhook_secret(self.org_id, hook["id"])["secret"], hook["secret"])
+        self.assertEqual(self.admin.admin.list_webhook_deliveries(self.org_id, hook["id"], limit=10)["items"], [])
         self.assertTrue(self.admin.admin.delete_webhook(self.org_id, hook["id"])["deleted"])
         project = self.admin.admin.create_project(self.org_id, "budgeted")
         self.assertEqual(self.admin.admin.set_project_budget(self.org_id, project["id"], 2)["left"], 2)

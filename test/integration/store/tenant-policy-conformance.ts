@@ -340,5 +340,68 @@ export function webhookConformance(name: string, subject: BudgetStoreUnderTest):
       });
       expect((await verifyOrgChain(store, org.id)).ok).toBe(true);
     });
+
+    it("keeps each delivery's attempts, newest event first, paged, apart per endpoint and per org", async () => {
+      const store = await subject.create();
+      const org = await newOrg(store, null);
+      const hook = endpoint(org.id);
+      const other = endpoint(org.id);
+      const attempt = (
+        webhookId: string,
+        n: number,
+        at: string,
+        status: number | null,
+        error: string | null,
+      ) =>
+        store.recordDeliveryAttempt({
+          orgId: org.id,
+          webhookId,
+          delivery: {
+            id: `evt_${org.id.slice(4)}_${n}`,
+            type: 'sandbox.running',
+            createdAt: new Date(Date.UTC(2026, 11, 7, 12, 0, n)).toISOString(),
+            sandboxId: `sbx_${n}`,
+          },
+          at,
+          status,
+          error,
+        });
+      // Event 1: refused, unreachable, then delivered, then a duplicate attempt (at least once).
+      await attempt(hook.id, 1, '2026-12-07T12:01:00.000Z', 503, null);
+      await attempt(hook.id, 1, '2026-12-07T12:02:00.000Z', null, 'could not connect (ECONNREFUSED)');
+      await attempt(hook.id, 1, '2026-12-07T12:03:00.000Z', 204, null);
+      await attempt(hook.id, 1, '2026-12-07T12:04:00.000Z', 200, null);
+      // Event 2 (a second later, so newer) and event 10 (later still: ids sort apart from times).
+      await attempt(hook.id, 2, '2026-12-07T12:01:00.000Z', 500, null);
+      await attempt(hook.id, 10, '2026-12-07T12:01:00.000Z', 200, null);
+      await attempt(other.id, 3, '2026-12-07T12:01:00.000Z', 200, null);
+
+      const first = await store.listDeliveries(org.id, hook.id, { limit: 2 });
+      expect(first.items.map((item) => item.sandboxId)).toEqual(['sbx_10', 'sbx_2']);
+      expect(first.nextCursor).not.toBeNull();
+      const rest = await store.listDeliveries(org.id, hook.id, { limit: 2, cursor: first.nextCursor ?? '' });
+      expect(rest).toEqual({
+        items: [
+          {
+            id: `evt_${org.id.slice(4)}_1`,
+            webhookId: hook.id,
+            type: 'sandbox.running',
+            sandboxId: 'sbx_1',
+            createdAt: '2026-12-07T12:00:01.000Z',
+            attempts: 4,
+            lastAttemptAt: '2026-12-07T12:04:00.000Z',
+            lastStatus: 200,
+            lastError: null,
+            deliveredAt: '2026-12-07T12:03:00.000Z',
+          },
+        ],
+        nextCursor: null,
+      });
+      expect(first.items[1]).toMatchObject({ attempts: 1, lastStatus: 500, deliveredAt: null });
+      expect(
+        (await store.listDeliveries(org.id, other.id, { limit: 10 })).items.map((i) => i.sandboxId),
+      ).toEqual(['sbx_3']);
+      expect((await store.listDeliveries(newId('org'), hook.id, { limit: 10 })).items).toEqual([]);
+    });
   });
 }
