@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { AuditEvent } from '../../../lib/audit/chain.ts';
 import { verifyOrgChain } from '../../../lib/tenancy/audit-trail.ts';
 import { admin, created, newOrg, type StoreUnderTest } from './store-under-test.ts';
 
@@ -100,6 +101,25 @@ export function auditConformance(subject: StoreUnderTest): void {
           ok: false,
           checked: 3,
           firstBroken: { seq: 4, reason: 'hash does not match the event content' },
+        });
+      });
+
+      // Each field a change records is sealed by its hash: a rewrite of any one is found at that event.
+      it.each([
+        ['at', (e: AuditEvent) => ({ ...e, at: '2020-01-01T00:00:00.000Z' })],
+        ['actor', (e: AuditEvent) => ({ ...e, actor: 'key_forged' })],
+        ['action', (e: AuditEvent) => ({ ...e, action: 'sandbox.forged' })],
+        ['target', (e: AuditEvent) => ({ ...e, target: 'sbx_forged' })],
+        ['details (a value)', (e: AuditEvent) => ({ ...e, details: { ...e.details, n: 2 } })],
+        ['details (a key added)', (e: AuditEvent) => ({ ...e, details: { ...e.details, extra: null } })],
+        ['orgId', (e: AuditEvent) => ({ ...e, orgId: 'org_01ARZ3NDEKTSV4RRFFQ69G5FAV' })],
+      ] as const)('a changed %s', async (_field, change) => {
+        const { store, org, tamper } = await chainOf(6);
+        await tamper.rewrite(org.id, 5, change);
+        expect(await verifyOrgChain(store, org.id)).toMatchObject({
+          ok: false,
+          checked: 4,
+          firstBroken: { seq: 5, reason: 'hash does not match the event content' },
         });
       });
 
