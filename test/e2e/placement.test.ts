@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as z from 'zod';
 import { bubblewrapAvailable } from '../../adapters/devhost/jail.ts';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
 import { DifferentlyClient } from '../../sdk/index.ts';
@@ -108,6 +109,51 @@ describe('placement acceptance', () => {
     );
     expectError(await e.api.post('/v1/sandboxes', e.key, { classification: 'nope' }), 400, 'invalid_request');
   });
+
+  // Every combination of the policy (external placement allowed or not, the pool named or not) and the
+  // request's classification (none, one that allows external work, one that keeps it private): the
+  // external pool receives work exactly when all three let it, and the trust report says the same.
+  const combinations = [true, false].flatMap((allowExternal) =>
+    [true, false].flatMap((named) =>
+      [undefined, 'public', 'confidential'].map((classification) => ({
+        allowExternal,
+        named,
+        classification,
+      })),
+    ),
+  );
+  it.each(combinations)(
+    'external placement with allowExternal $allowExternal, the pool named $named, classification $classification',
+    async ({ allowExternal, named, classification }) => {
+      await admin.admin.setPolicy({ allowExternal, externalPools: named ? ['ext'] : [] });
+      const receives = allowExternal && named;
+      const report = await tenant.trust();
+      expect(report.pools.find((pool) => pool.name === 'ext')?.receivesExternalWork).toBe(receives);
+      expect(report.externalPoolsInUse).toEqual(receives ? ['ext'] : []);
+      const placed = receives && classification !== 'confidential';
+      const reply = await e.api.post('/v1/sandboxes', e.key, {
+        placement: { allowedPools: ['ext'] },
+        ...(classification !== undefined && { classification }),
+      });
+      if (!placed) {
+        const reason = expectError(reply, 422, 'unsupported_capability').error.message;
+        expect(reason).toMatch(
+          !allowExternal
+            ? /does not allow external placement/
+            : !named
+              ? /externalPools/
+              : /classification confidential keeps work on private pools/,
+        );
+        return;
+      }
+      expect(reply.status, reply.text).toBe(202);
+      const { id } = z.object({ id: z.string() }).parse(reply.body);
+      const sandbox = await tenant.waitUntilRunning(id, { intervalMs: 20 });
+      expect(sandbox.pool).toBe('ext');
+      await tenant.deleteSandbox(id);
+      await e.until(id, 'terminated');
+    },
+  );
 
   it("E: 422 unsupported_capability when no permitted pool offers a capability, with each pool's reason", async () => {
     await admin.admin.setPolicy({ allowExternal: false, externalPools: [] });
