@@ -57,6 +57,47 @@ describe('pool-refresh', () => {
     expect(control.pools.health('good')).toEqual({ healthy: true, reason: null });
   });
 
+  it('keeps a pool that was healthy and then failed its probe unhealthy, everywhere, until a probe passes', async () => {
+    const flaky = new FakeAdapter();
+    const { control, store, principal } = await plane({ flaky, steady: new FakeAdapter() });
+    const start = Date.now();
+    const at = (seconds: number) => () => new Date(start + seconds * 1000);
+    await refreshPools({ ...control, now: at(0) });
+    expect(control.pools.health('flaky')).toEqual({ healthy: true, reason: null });
+    flaky.inject('health', { error: new Error('the node is gone'), times: 2 });
+    await refreshPools({ ...control, now: at(60) });
+    // Another container, which only reads the store, sees it too.
+    const other = await buildPools(control.config, {
+      log: silentLog,
+      adapters: { flaky, steady: new FakeAdapter() },
+      store,
+    });
+    await other.sync(true);
+    for (const registry of [control.pools, other])
+      expect(registry.health('flaky')).toEqual({
+        healthy: false,
+        reason: expect.stringMatching(/the node is gone/),
+      });
+    // Time alone does not bring it back: an hour later, with no probe since, it is still unhealthy.
+    expect(control.pools.health('flaky', start + 3_600_000).healthy).toBe(false);
+    // Nor does a second failing probe; placement sends work elsewhere, saying why.
+    await refreshPools({ ...control, now: at(120) });
+    expect(control.pools.health('flaky').healthy).toBe(false);
+    const { sandbox } = await control.sandboxes.create(principal, {});
+    await provision(control, { sandboxId: sandbox.id, orgId: principal.orgId }, 1);
+    const placed = await store.getSandbox(principal.orgId, sandbox.id);
+    expect(placed?.pool).toBe('steady');
+    expect(placed?.placement.rejected).toContainEqual({
+      pool: 'flaky',
+      reason: expect.stringMatching(/unhealthy.*the node is gone/),
+    });
+    // The first probe that passes makes it healthy again, in every container.
+    await refreshPools({ ...control, now: at(180) });
+    await other.sync(true);
+    for (const registry of [control.pools, other])
+      expect(registry.health('flaky')).toEqual({ healthy: true, reason: null });
+  });
+
   it('reports a stored pool of a kind this build lacks as unhealthy with that reason (E0.22)', async () => {
     const { control, store, principal } = await plane({ good: new FakeAdapter() });
     const now = new Date().toISOString();
