@@ -5,6 +5,7 @@ import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { errors } from '../../lib/errors.ts';
 import { snapshotSchema } from '../../lib/schemas/sandbox-operations.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
+import { DifferentlyClient } from '../../sdk/client.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';
 import { expectError } from '../helpers/http-client.ts';
 
@@ -168,6 +169,44 @@ describe('sandbox operations over HTTP', () => {
     expect(await usage()).toBe(before);
     expect(fake.snapshotCount()).toBe(held);
     await destroy(s.id);
+  });
+
+  // A snapshot or fork of a sandbox that is not running: a paused or stopped one, on the fake pool (every
+  // interface) and on devhost (a real backend's files). The parent stays as it was.
+  it.each([
+    { pool: 'fake', state: 'paused', call: 'pause' },
+    { pool: 'fake', state: 'stopped', call: 'stop' },
+    { pool: 'local', state: 'paused', call: 'pause' },
+    { pool: 'local', state: 'stopped', call: 'stop' },
+  ])('snapshots and forks a $state sandbox on $pool', async ({ pool, state, call }) => {
+    const parent = await running(pool, { labels: { from: state } });
+    await raw('PUT', `/v1/sandboxes/${parent.id}/files/content?path=/work/kept.txt`, Buffer.from(state));
+    expect((await api.post(`/v1/sandboxes/${parent.id}/${call}`, key)).status).toBeLessThan(300);
+    await until(parent.id, state);
+    const taken = await api.post(`/v1/sandboxes/${parent.id}/snapshots`, key, { kind: 'disk' });
+    expect([201, 202], taken.text).toContain(taken.status);
+    const tenant = new DifferentlyClient({ endpoint: runtime.url, apiKey: key });
+    const snapshot = await tenant.waitUntilSnapshotReady(snapshotSchema.parse(taken.body).id, {
+      intervalMs: 20,
+    });
+    expect(snapshot).toMatchObject({ sandboxId: parent.id, pool, status: 'ready' });
+    const forked = await api.post(`/v1/sandboxes/${parent.id}/fork`, key);
+    expect(forked.status, forked.text).toBe(202);
+    const child = await until(sandboxSchema.parse(forked.body).id, 'running');
+    const restored = await running(pool, { fromSnapshot: snapshot.id });
+    for (const copy of [child, restored]) {
+      expect(copy.pool).toBe(pool);
+      expect(
+        await (await raw('GET', `/v1/sandboxes/${copy.id}/files/content?path=/work/kept.txt`)).text(),
+      ).toBe(state);
+    }
+    expect((await get(parent.id)).status).toBe(state);
+    for (const id of [parent.id, restored.id, child.id]) await destroy(id);
+    for (const item of z
+      .object({ items: z.array(snapshotSchema) })
+      .parse((await api.get('/v1/snapshots', key)).body).items) {
+      await api.delete(`/v1/snapshots/${item.id}`, key);
+    }
   });
 
   it('snapshots and forks on devhost by copying the sandbox directory', async () => {
