@@ -38,6 +38,8 @@ export class DaytonaFake extends FakeProvider {
   readonly snapshots = new Map<string, { id: string; name: string; sandbox: string }>();
   readonly received: { createBodies: unknown[] } = { createBodies: [] };
   readonly faults = {
+    /** Lists answer every sandbox, whatever the filter asks: the adapter must filter by itself. */
+    ignoreListFilter: false,
     /** Listings leave out sandboxes younger than this (ms): the search index lags. */
     listingLagMs: 0,
     failListAfterPages: undefined as number | undefined,
@@ -317,7 +319,9 @@ export class DaytonaFake extends FakeProvider {
     }
     const visible = [...this.sandboxes.values()]
       .filter((s) => Date.now() - s.createdAt >= this.faults.listingLagMs)
-      .filter((s) => Object.entries(filter).every(([k, v]) => s.labels[k] === v))
+      .filter(
+        (s) => this.faults.ignoreListFilter || Object.entries(filter).every(([k, v]) => s.labels[k] === v),
+      )
       .sort((a, b) => b.createdAt - a.createdAt);
     const items = visible.slice(offset, offset + limit).map((s) => this.#view(s));
     sendJson(res, 200, {

@@ -50,6 +50,8 @@ export class FreestyleFake extends FakeProvider {
     resizeBodies: [],
   };
   readonly faults = {
+    /** Lists answer every sandbox, whatever the filter asks: the adapter must filter by itself. */
+    ignoreListFilter: false,
     failListOffset: undefined as number | undefined,
     dropCreateResponse: false,
     failCreate: undefined as { status: number; code: string } | undefined,
@@ -272,7 +274,9 @@ export class FreestyleFake extends FakeProvider {
       .split(',')
       .filter(Boolean)
       .map((pair) => [pair.slice(0, pair.indexOf(':')), pair.slice(pair.indexOf(':') + 1)] as const);
-    const all = [...this.vms.values()].filter((vm) => filter.every(([k, v]) => vm.metadata[k] === v));
+    const all = [...this.vms.values()].filter(
+      (vm) => this.faults.ignoreListFilter || filter.every(([k, v]) => vm.metadata[k] === v),
+    );
     const count = (state: string) => all.filter((vm) => vm.state === state).length;
     sendJson(res, 200, {
       vms: all.slice(offset, offset + limit).map((vm) => this.#view(vm)),

@@ -52,6 +52,8 @@ export class OpenSandboxFake extends FakeProvider {
   };
   /** Knobs for the seeds' scenarios. */
   readonly faults = {
+    /** Lists answer every sandbox, whatever the filter asks: the adapter must filter by itself. */
+    ignoreListFilter: false,
     /** The next list request for this page number answers 500. */
     failListPage: undefined as number | undefined,
     /** Pauses are accepted (202) but the runtime never starts them. */
@@ -321,7 +323,7 @@ export class OpenSandboxFake extends FakeProvider {
     const vanishing = this.faults.deleteWhileListed;
     this.faults.deleteWhileListed = undefined;
     const all = [...this.sandboxes.values()]
-      .filter((s) => filter.every(([k, v]) => s.metadata[k] === v))
+      .filter((s) => this.faults.ignoreListFilter || filter.every(([k, v]) => s.metadata[k] === v))
       .filter((s) => states.length === 0 || states.includes(s.state));
     const items = all.slice((page - 1) * pageSize, page * pageSize).map((s) => {
       if (s.id !== vanishing) return this.#view(this.#advance(s));

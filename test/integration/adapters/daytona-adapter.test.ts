@@ -96,6 +96,17 @@ describe('the Daytona adapter', () => {
     expect((await adapter.capabilities()).features).not.toContain('network.egress.domains');
   });
 
+  it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
+    const ours = await adapter.create(request({ installation: 'inst_ours' }));
+    await adapter.create(request({ installation: 'inst_theirs' }));
+    fake.faults.ignoreListFilter = true;
+    try {
+      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
+    } finally {
+      fake.faults.ignoreListFilter = false;
+    }
+  });
+
   it('stays idempotent while the listing lags: Create looks up by name, not by the search index', async () => {
     fake.faults.listingLagMs = 60_000;
     try {

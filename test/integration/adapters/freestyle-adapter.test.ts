@@ -65,6 +65,17 @@ describe('the Freestyle adapter against its fake server', () => {
     await fake.stop();
   });
 
+  it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
+    const ours = await adapter.create(request({ installation: 'inst_ours' }));
+    await adapter.create(request({ installation: 'inst_theirs' }));
+    fake.faults.ignoreListFilter = true;
+    try {
+      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
+    } finally {
+      fake.faults.ignoreListFilter = false;
+    }
+  });
+
   it('creates through the background protocol with a closed firewall, grows the VM, and writes the env file', async () => {
     fake.faults.flakyPoll = true; // one poll hop fails transiently: retried, not fatal
     const req = request();

@@ -151,6 +151,15 @@ describe('the lambda-microvms adapter against the fake service', () => {
     await adapter.delete(instance.ref);
   });
 
+  it("lists a running VM only when its guest holds this installation's sandbox: another installation's VM of the same image is never listed", async () => {
+    const ours = await adapter.create(sandbox());
+    const theirs = await adapter.create(sandbox({ installation: newId('installation') }));
+    const listed = (await adapter.list(installation)).map((i) => i.ref);
+    expect(listed).toContain(ours.ref);
+    expect(listed).not.toContain(theirs.ref);
+    for (const vm of [ours, theirs]) await adapter.delete(vm.ref);
+  });
+
   it('keeps a suspended VM listed, unnamed and paused, and its files across the suspend', async () => {
     const id = newId('sandbox');
     const instance = await adapter.create(sandbox({ id }));

@@ -227,6 +227,17 @@ describe("the OpenSandbox adapter against its fake server: the seeds' scenarios"
     expect((await failure(adapter.get(going.ref))).code).toBe('not_found');
   });
 
+  it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
+    const ours = await adapter.create(request({ installation: 'inst_ours' }));
+    await adapter.create(request({ installation: 'inst_theirs' }));
+    fake.faults.ignoreListFilter = true;
+    try {
+      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
+    } finally {
+      fake.faults.ignoreListFilter = false;
+    }
+  });
+
   it('fails the whole List when a later page fails, and pages through everything otherwise', async () => {
     const installation = 'inst_paging';
     for (let i = 0; i < 130; i++) {
