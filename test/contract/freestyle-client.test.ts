@@ -82,8 +82,14 @@ describe('the Freestyle fake, as the official client reads it', () => {
     await expect.poll(async () => (await restored.vm.data()).state, settled).toBe('running');
     expect(await restored.vm.fs.readTextFile('/work/docs/notes.txt')).toBe('contract text');
     await restored.vm.delete();
+    // The lookup finds it first, so that its failure after the delete says the delete happened.
+    expect(await freestyle.vms.snapshots.get(snapshot.snapshotId)).toMatchObject({
+      id: snapshot.snapshotId,
+      sourceVmId: vmId,
+      public: false,
+    });
     await freestyle.vms.snapshots.delete(snapshot.snapshotId);
-    await expect(freestyle.vms.snapshots.get(snapshot.snapshotId)).rejects.toThrow();
+    await expect(freestyle.vms.snapshots.get(snapshot.snapshotId)).rejects.toThrow(/not found/i);
   });
 
   it('deletes the VM', async () => {

@@ -31,7 +31,10 @@ const sizes: Record<string, FakeVm['resources']> = {
 
 export class FreestyleFake extends FakeProvider {
   readonly vms = new Map<string, FakeVm>();
-  readonly snapshots = new Map<string, { id: string; sourceVmId: string; resources: FakeVm['resources'] }>();
+  readonly snapshots = new Map<
+    string,
+    { id: string; sourceVmId: string; resources: FakeVm['resources']; createdAt: string }
+  >();
   readonly tlsRules: unknown[] = [];
   readonly uploads = new Map<
     string,
@@ -149,6 +152,21 @@ export class FreestyleFake extends FakeProvider {
       this.tlsRules.push(parseJson(body));
       return sendJson(res, 200, { id: randomUUID() });
     }
+    if (head === 'snapshots' && id !== undefined && method === 'GET') {
+      const snapshot = this.snapshots.get(id);
+      if (snapshot === undefined)
+        return sendJson(res, 404, { code: 'NOT_FOUND', message: 'snapshot not found' });
+      // SnapshotData (v5 src/vms/snapshots.ts): a private snapshot without slug, label or timers.
+      return sendJson(res, 200, {
+        id: snapshot.id,
+        sourceVmId: snapshot.sourceVmId,
+        slug: null,
+        displayName: null,
+        public: false,
+        createdAt: snapshot.createdAt,
+        updatedAt: snapshot.createdAt,
+      });
+    }
     if (head === 'snapshots' && id !== undefined && method === 'DELETE') {
       if (!this.snapshots.delete(id))
         return sendJson(res, 404, { code: 'NOT_FOUND', message: 'snapshot not found' });
@@ -198,7 +216,12 @@ export class FreestyleFake extends FakeProvider {
       if (vm.state !== 'running' && vm.state !== 'paused')
         return sendJson(res, 409, { code: 'CONFLICT', message: `vm is ${vm.state}` });
       const snapshotId = `sh-${randomUUID().slice(0, 12)}`;
-      this.snapshots.set(snapshotId, { id: snapshotId, sourceVmId: vm.id, resources: { ...vm.resources } });
+      this.snapshots.set(snapshotId, {
+        id: snapshotId,
+        sourceVmId: vm.id,
+        resources: { ...vm.resources },
+        createdAt: new Date().toISOString(),
+      });
       await this.host.copy(vm.id, `snap-${snapshotId}`);
       return this.#maybeBackground(req, res, 200, {
         snapshotId,
