@@ -12,7 +12,7 @@ import * as z from '../../zod.ts';
 import { decodeCursor } from '../cursor.ts';
 import type { Page, PageRequest } from '../page.ts';
 import { auditEventSchema } from '../records.ts';
-import { auditItem, keyOf, seqKey } from './items.ts';
+import { auditItem, keyOf } from './items.ts';
 import {
   type Action,
   Canceled,
@@ -115,7 +115,10 @@ export class AuditOutbox {
     return this.#t.queryPage(
       {
         KeyConditionExpression: 'PK = :pk AND SK > :after',
-        ExpressionAttributeValues: { ':pk': keyOf.auditEvent(orgId, 0).PK, ':after': `EVT#${seqKey(after)}` },
+        ExpressionAttributeValues: {
+          ':pk': keyOf.auditEvent(orgId, 0).PK,
+          ':after': keyOf.auditEvent(orgId, after).SK,
+        },
       },
       page.limit,
       (item) => auditEventSchema.parse(item),

@@ -79,6 +79,28 @@ export const warmPartition = (pool: string) => `WARM#${pool}`;
 /** An org's own partition (its sandboxes, snapshots, projects, usage...): queried with a sort-key prefix. */
 export const orgPartition = (orgId: string) => `ORG#${orgId}`;
 
+/**
+ * The sort-key prefixes listings query by, each from its key function (the key with an empty id), so a
+ * prefix is written once, where the key is: a renamed key cannot leave a query reading the old one.
+ */
+export const sortPrefix = {
+  sandboxes: keyOf.sandbox('', '').SK,
+  snapshots: keyOf.snapshot('', '').SK,
+  webhooks: keyOf.webhook('', '').SK,
+  projects: keyOf.project('', '').SK,
+  warm: keyOf.warm('', '').SK,
+  pools: keyOf.pool('').SK,
+  poolViews: keyOf.poolView('').SK,
+  poolDownMarks: keyOf.poolDown('').SK,
+};
+
+/** What two prefixes begin with alike: one Query that reads the items of both. */
+export function commonPrefix(a: string, b: string): string {
+  let length = 0;
+  while (length < a.length && a[length] === b[length]) length++;
+  return a.slice(0, length);
+}
+
 /** The index partitions of live sandboxes: by status (the sweep) and by pool (the reconciler). */
 export const indexKeyOf = {
   byStatus: (status: string) => `STATUS#${status}`,

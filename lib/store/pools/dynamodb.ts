@@ -3,7 +3,7 @@ import { errors } from '../../errors.ts';
 import { newUlid } from '../../ids.ts';
 import { installationChain } from '../audit/port.ts';
 import type { DynamoDbContext } from '../dynamodb/context.ts';
-import { keyOf } from '../dynamodb/items.ts';
+import { commonPrefix, keyOf, sortPrefix } from '../dynamodb/items.ts';
 import { type Action, Canceled, del, jitteredPause, onCanceled, put } from '../dynamodb/table-client.ts';
 import {
   type PlacementPolicy,
@@ -65,7 +65,7 @@ export function dynamoDbPools(c: DynamoDbContext): PoolStore {
     },
 
     async listPools(): Promise<PoolRecord[]> {
-      return c.t.queryAll(keyOf.pool('').PK, 'POOL#', (item) => poolRecordSchema.parse(item));
+      return c.t.queryAll(keyOf.pool('').PK, sortPrefix.pools, (item) => poolRecordSchema.parse(item));
     },
 
     async deletePool(name: string, audit: AuditInput): Promise<void> {
@@ -108,11 +108,16 @@ export function dynamoDbPools(c: DynamoDbContext): PoolStore {
     },
 
     async listPoolViews(): Promise<PoolView[]> {
-      const items = await c.t.queryAll(keyOf.poolView('').PK, 'VIEW', (item) => item);
+      // Both the views (VIEW#) and the down marks (VIEWDOWN#): what their prefixes have in common.
+      const items = await c.t.queryAll(
+        keyOf.poolView('').PK,
+        commonPrefix(sortPrefix.poolViews, sortPrefix.poolDownMarks),
+        (item) => item,
+      );
       const marks = new Map<string, PoolDownMark>();
       const views: PoolView[] = [];
       for (const item of items) {
-        if (String(item.SK).startsWith('VIEWDOWN#')) {
+        if (String(item.SK).startsWith(sortPrefix.poolDownMarks)) {
           const mark = poolDownMarkSchema.parse(item);
           marks.set(mark.pool, mark);
         } else views.push(poolViewSchema.parse(item));
@@ -138,11 +143,11 @@ export function dynamoDbPools(c: DynamoDbContext): PoolStore {
       const marks = new Map<string, PoolDownMark>();
       for (const item of items) {
         const sort = String(item.SK);
-        if (sort.startsWith('POOL#')) state.pools.push(poolRecordSchema.parse(item));
-        else if (sort.startsWith('VIEWDOWN#')) {
+        if (sort.startsWith(sortPrefix.pools)) state.pools.push(poolRecordSchema.parse(item));
+        else if (sort.startsWith(sortPrefix.poolDownMarks)) {
           const mark = poolDownMarkSchema.parse(item);
           marks.set(mark.pool, mark);
-        } else if (sort.startsWith('VIEW#')) state.views.push(poolViewSchema.parse(item));
+        } else if (sort.startsWith(sortPrefix.poolViews)) state.views.push(poolViewSchema.parse(item));
         else if (sort === keyOf.policy().SK) state.policy = policyOf(item);
         else if (sort === keyOf.poolsVersion().SK && typeof item.version === 'string')
           state.version = item.version;

@@ -6,7 +6,7 @@ import type { SandboxStatus } from '../../schemas/sandbox-status.ts';
 import { decodeCursor } from '../cursor.ts';
 import { initLedger, ledgerLabel, ledgerUpdate, readLedger, refusal } from '../dynamodb/budget-ledgers.ts';
 import { type DynamoDbContext, quotaOf, usageOf } from '../dynamodb/context.ts';
-import { indexKeyOf, keyOf, orgPartition, queuedParent, sandboxItem } from '../dynamodb/items.ts';
+import { indexKeyOf, keyOf, orgPartition, queuedParent, sandboxItem, sortPrefix } from '../dynamodb/items.ts';
 import { tableKeys } from '../dynamodb/table.ts';
 import {
   type Action,
@@ -208,7 +208,7 @@ export function dynamoDbSandboxes(c: DynamoDbContext): SandboxStore {
       page: PageRequest,
     ): Promise<Page<SandboxRecord>> {
       const names: Record<string, string> = {};
-      const values: Record<string, unknown> = { ':pk': orgPartition(orgId), ':prefix': 'SBX#' };
+      const values: Record<string, unknown> = { ':pk': orgPartition(orgId), ':prefix': sortPrefix.sandboxes };
       const conditions: string[] = [];
       if (filter.status !== undefined) {
         names['#status'] = 'status';

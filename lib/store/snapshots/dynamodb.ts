@@ -2,7 +2,7 @@ import type { AuditInput } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
 import { decodeCursor } from '../cursor.ts';
 import { type DynamoDbContext, quotaOf, usageOf } from '../dynamodb/context.ts';
-import { keyOf, orgPartition } from '../dynamodb/items.ts';
+import { keyOf, orgPartition, sortPrefix } from '../dynamodb/items.ts';
 import { Canceled, del, put } from '../dynamodb/table-client.ts';
 import { snapshotSlot } from '../dynamodb/usage-updates.ts';
 import { quotaExceeded } from '../errors.ts';
@@ -49,7 +49,7 @@ export function dynamoDbSnapshots(c: DynamoDbContext): SnapshotStore {
       return c.t.queryPage(
         {
           KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-          ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': 'SNP#' },
+          ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': sortPrefix.snapshots },
           ...(after !== undefined && { ExclusiveStartKey: keyOf.snapshot(orgId, after) }),
         },
         page.limit,

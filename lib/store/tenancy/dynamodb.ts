@@ -7,7 +7,14 @@ import type { Quota } from '../../schemas/tenancy-parts.ts';
 import { decodeCursor } from '../cursor.ts';
 import { budgetActions, readLedger } from '../dynamodb/budget-ledgers.ts';
 import { type DynamoDbContext, orgOf, usageOf } from '../dynamodb/context.ts';
-import { keyOf, keysParent, orgsParent, usageItem, waitingOnPoolsShards } from '../dynamodb/items.ts';
+import {
+  keyOf,
+  keysParent,
+  orgsParent,
+  sortPrefix,
+  usageItem,
+  waitingOnPoolsShards,
+} from '../dynamodb/items.ts';
 import { tableKeys } from '../dynamodb/table.ts';
 import { afterSortKey, Canceled, check, onCanceled, put } from '../dynamodb/table-client.ts';
 import type { Page, PageRequest } from '../page.ts';
@@ -319,8 +326,8 @@ export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {
           KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
           ExpressionAttributeValues: {
             ':pk': keyOf.org(orgId).PK,
-            ':from': after === undefined ? 'PRJ#' : `${keyOf.project(orgId, after).SK}#`,
-            ':to': 'PRJ#~',
+            ':from': after === undefined ? sortPrefix.projects : `${keyOf.project(orgId, after).SK}#`,
+            ':to': `${sortPrefix.projects}~`,
           },
         },
         page.limit,

@@ -1,7 +1,7 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import { errors } from '../../errors.ts';
 import type { DynamoDbContext } from '../dynamodb/context.ts';
-import { keyOf, warmPartition } from '../dynamodb/items.ts';
+import { keyOf, sortPrefix, warmPartition } from '../dynamodb/items.ts';
 import { Canceled, del, put } from '../dynamodb/table-client.ts';
 import { poolUpdate } from '../dynamodb/usage-updates.ts';
 import { poolAtLimit } from '../errors.ts';
@@ -57,7 +57,7 @@ export function dynamoDbWarm(c: DynamoDbContext): WarmStore {
     },
 
     async listWarm(pool: string): Promise<WarmRecord[]> {
-      const records = await c.t.queryAll(warmPartition(pool), 'WARM#', (stored) =>
+      const records = await c.t.queryAll(warmPartition(pool), sortPrefix.warm, (stored) =>
         warmRecordSchema.parse(stored),
       );
       return records.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));

@@ -12,7 +12,7 @@ import {
 } from '../../schemas/webhooks.ts';
 import { decodeCursor } from '../cursor.ts';
 import type { DynamoDbContext } from '../dynamodb/context.ts';
-import { keyOf, orgPartition } from '../dynamodb/items.ts';
+import { keyOf, orgPartition, sortPrefix } from '../dynamodb/items.ts';
 import { check, del, onCanceled, put } from '../dynamodb/table-client.ts';
 import { webhooksExceeded } from '../errors.ts';
 import type { Page, PageRequest } from '../page.ts';
@@ -62,7 +62,7 @@ export function dynamoDbWebhooks(c: DynamoDbContext): WebhookStore {
       const page = await c.t.queryPage(
         {
           KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-          ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': 'WHK#' },
+          ExpressionAttributeValues: { ':pk': orgPartition(orgId), ':prefix': sortPrefix.webhooks },
           ConsistentRead: true,
         },
         maxWebhooksPerOrg,
