@@ -19,7 +19,7 @@ import {
   type SandboxView,
 } from '../schemas/sandboxes.ts';
 import type { Page, PageRequest } from '../store/page.ts';
-import type { SandboxRecord } from '../store/records.ts';
+import { queuedSandbox, type SandboxRecord } from '../store/records.ts';
 import { readAlong } from '../store/request-reads.ts';
 import type { SandboxFilter, SandboxPatch, SandboxStore } from '../store/sandboxes/port.ts';
 import type { SnapshotStore } from '../store/snapshots/port.ts';
@@ -103,47 +103,36 @@ export class SandboxService {
     const { projectId, allowedPools, capabilities, classification, resources, template, regions } = admitted;
     const nowDate = this.#now();
     const now = nowDate.toISOString();
-    const record: SandboxRecord = {
-      id: newId('sandbox'),
-      orgId: principal.orgId,
-      projectId,
-      status: 'queued',
-      statusMessage: null,
-      waitingFor: null,
-      version: 1,
-      pool: null,
-      backendRef: null,
-      template,
-      resources,
-      labels: {
-        ...request.labels,
-        ...(internal.forkedFrom !== undefined && { 'differently.dev/forked-from': internal.forkedFrom }),
-        ...Object.fromEntries(
-          Object.entries(internal.stamps ?? {}).map(([key, value]) => [
-            `${reservedLabelPrefix}${key}`,
-            value,
-          ]),
-        ),
+    const record = queuedSandbox(
+      {
+        id: newId('sandbox'),
+        orgId: principal.orgId,
+        projectId,
+        template,
+        resources,
+        labels: {
+          ...request.labels,
+          ...(internal.forkedFrom !== undefined && { 'differently.dev/forked-from': internal.forkedFrom }),
+          ...Object.fromEntries(
+            Object.entries(internal.stamps ?? {}).map(([key, value]) => [
+              `${reservedLabelPrefix}${key}`,
+              value,
+            ]),
+          ),
+        },
+        capabilities,
+        env: request.env ?? {},
+        ttlSeconds: request.ttlSeconds ?? defaultTtlSeconds,
+        queueTimeoutSeconds: request.queueTimeoutSeconds ?? null,
+        allowedPools,
+        regions,
+        fromSnapshot: request.fromSnapshot ?? null,
+        classification,
+        idle: admitted.idle,
+        network: admitted.network,
       },
-      capabilities,
-      env: request.env ?? {},
-      ttlSeconds: request.ttlSeconds ?? defaultTtlSeconds,
-      queueTimeoutSeconds: request.queueTimeoutSeconds ?? null,
-      allowedPools,
-      regions,
-      fromSnapshot: request.fromSnapshot ?? null,
-      classification,
-      attempts: 0,
-      placement: { pool: null, rejected: [], decidedAt: null },
-      createdAt: now,
-      updatedAt: now,
-      expiresAt: null,
-      operation: null,
-      billing: null,
-      idle: admitted.idle,
-      network: admitted.network,
-      warm: null,
-    };
+      now,
+    );
     const idempotency =
       idempotencyKey === undefined
         ? undefined

@@ -174,6 +174,51 @@ export const sandboxRecordSchema = z.object({
 });
 export type SandboxRecord = z.infer<typeof sandboxRecordSchema>;
 
+/** What a create decides about a new sandbox; everything else starts as every new sandbox does. */
+export type NewSandbox = Pick<
+  SandboxRecord,
+  | 'id'
+  | 'orgId'
+  | 'projectId'
+  | 'template'
+  | 'resources'
+  | 'labels'
+  | 'capabilities'
+  | 'env'
+  | 'ttlSeconds'
+  | 'queueTimeoutSeconds'
+  | 'allowedPools'
+  | 'regions'
+  | 'fromSnapshot'
+  | 'classification'
+  | 'idle'
+  | 'network'
+>;
+
+/**
+ * The one way a sandbox's record is made: queued, unplaced, unbilled, at version 1, created at `now`.
+ * The sandbox service's create starts here (a warm claim turns that draft running), and so do the tests' records.
+ */
+export function queuedSandbox(fields: NewSandbox, now: string): SandboxRecord {
+  return {
+    ...fields,
+    status: 'queued',
+    statusMessage: null,
+    waitingFor: null,
+    version: 1,
+    pool: null,
+    backendRef: null,
+    attempts: 0,
+    placement: { pool: null, rejected: [], decidedAt: null },
+    createdAt: now,
+    updatedAt: now,
+    expiresAt: null,
+    operation: null,
+    billing: null,
+    warm: null,
+  };
+}
+
 export const snapshotRecordSchema = z.object({
   id: z.string(),
   orgId: z.string(),
