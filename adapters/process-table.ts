@@ -1,4 +1,5 @@
-import { adapterErrors, type ExecEmit, type ExecEvent } from '../lib/adapter/port.ts';
+import { adapterErrors } from '../lib/adapter/errors.ts';
+import type { ExecEmit, ExecEvent } from '../lib/adapter/port.ts';
 import type {
   ProcessInfo,
   ProcessOutput,

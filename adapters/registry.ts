@@ -1,4 +1,5 @@
-import { type ExecutionAdapter, effectiveFeatures } from '../lib/adapter/port.ts';
+import { effectiveFeatures } from '../lib/adapter/features.ts';
+import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 import { type Config, credentialRefProblem, formatIssues, poolConfigSchema } from '../lib/config.ts';
 import { errors } from '../lib/errors.ts';
 import { describeError, type Log } from '../lib/log.ts';

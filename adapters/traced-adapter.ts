@@ -1,4 +1,5 @@
-import { backendCalls, type ExecutionAdapter } from '../lib/adapter/port.ts';
+import { backendCalls } from '../lib/adapter/backend-calls.ts';
+import type { ExecutionAdapter } from '../lib/adapter/port.ts';
 
 /**
  * Runs one adapter call inside a trace subsegment named `<kind>.<method>`, annotated with the pool: the

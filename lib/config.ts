@@ -1,4 +1,4 @@
-import { features, isKnownFeature } from './adapter/port.ts';
+import { features, isKnownFeature } from './adapter/features.ts';
 import { poolPricesSchema } from './budgets/prices.ts';
 import { errors } from './errors.ts';
 import { awsLimits } from './limits.ts';

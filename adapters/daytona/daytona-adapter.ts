@@ -5,9 +5,11 @@
  */
 
 import { isIPv6 } from 'node:net';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
+import { ownershipLabelKeys } from '../../lib/adapter/ownership.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
   type CallOptions,
   type Capabilities,
@@ -22,12 +24,10 @@ import {
   type Instance,
   type InstanceState,
   type Lifecycle,
-  ownershipLabelKeys,
   type Pauser,
   type PortExposer,
   type SnapshotInfo,
   type Snapshotter,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import type {
   ProcessHost,

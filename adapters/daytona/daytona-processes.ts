@@ -15,7 +15,8 @@
  *   while detached and the exit of a process nobody watched would be lost (docs/adapters.md).
  */
 import { randomBytes, randomInt } from 'node:crypto';
-import { adapterErrors, type CallOptions, type ExecEmit } from '../../lib/adapter/port.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
+import type { CallOptions, ExecEmit } from '../../lib/adapter/port.ts';
 import type {
   ProcessInfo,
   ProcessOutput,

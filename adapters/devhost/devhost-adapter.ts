@@ -1,9 +1,10 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { chmod, cp, lchown, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve as resolvePath } from 'node:path';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors, fileSystemError } from '../../lib/adapter/errors.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
   type CallOptions,
   type Capabilities,
@@ -14,7 +15,6 @@ import {
   type ExecutionAdapter,
   type FileInfo,
   type FileSystem,
-  fileSystemError,
   type Instance,
   type Lifecycle,
   type Pauser,
@@ -23,7 +23,6 @@ import {
   type SnapshotOptions,
   type Snapshotter,
   type Streamer,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import type {
   ProcessHost,

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, lstatSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adapterErrors } from '../../lib/adapter/port.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 
 /**
  * Bubblewrap (Debian's `bubblewrap` package) puts each devhost command in a jail of its own:

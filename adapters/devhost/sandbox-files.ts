@@ -1,7 +1,8 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lchown, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { normalize } from 'node:path';
-import { adapterErrors, type FileInfo, fileSystemError } from '../../lib/adapter/port.ts';
+import { adapterErrors, fileSystemError } from '../../lib/adapter/errors.ts';
+import type { FileInfo } from '../../lib/adapter/port.ts';
 import { errors } from '../../lib/errors.ts';
 import type { JailUser } from './jail.ts';
 

@@ -1,9 +1,9 @@
+import { type BackendCall, backendCalls } from '../../lib/adapter/backend-calls.ts';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
-  type BackendCall,
-  backendCalls,
   type CallOptions,
   type Capabilities,
   type Capacity,
@@ -24,7 +24,6 @@ import {
   type Streamer,
   type Trust,
   type TtlExtender,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import type {
   ProcessHost,

@@ -6,9 +6,10 @@
  */
 
 import { createHash } from 'node:crypto';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
   type CallOptions,
   type Capabilities,
@@ -25,7 +26,6 @@ import {
   type SnapshotInfo,
   type Snapshotter,
   type TtlExtender,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { isApiError } from '../../lib/errors.ts';
 import type { ExecRequest, ExecResult } from '../../lib/schemas/sandboxes.ts';

@@ -8,21 +8,21 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  type AdapterInfo,
-  adapterErrors,
-  type CallOptions,
-  type Capabilities,
-  type Capacity,
-  type CreateRequest,
-  type ExecEmit,
-  type ExecOptions,
-  type ExecutionAdapter,
-  type FileInfo,
-  type FileSystem,
-  type Instance,
-  type ReadFileOptions,
-  type Streamer,
+import { adapterErrors } from '../../lib/adapter/errors.ts';
+import type {
+  AdapterInfo,
+  CallOptions,
+  Capabilities,
+  Capacity,
+  CreateRequest,
+  ExecEmit,
+  ExecOptions,
+  ExecutionAdapter,
+  FileInfo,
+  FileSystem,
+  Instance,
+  ReadFileOptions,
+  Streamer,
 } from '../../lib/adapter/port.ts';
 import type {
   ProcessHost,

@@ -30,9 +30,10 @@ import {
   SuspendMicrovmCommand,
   TerminateMicrovmCommand,
 } from '@aws-sdk/client-lambda-microvms';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
   type CallOptions,
   type Capabilities,
@@ -50,7 +51,6 @@ import {
   type Pauser,
   type ReadFileOptions,
   type Streamer,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import type {
   ProcessHost,

@@ -1,4 +1,5 @@
-import { adapterErrors, type CreateRequest } from '../../lib/adapter/port.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
+import type { CreateRequest } from '../../lib/adapter/port.ts';
 import type { OpenSandboxConfig } from './config.ts';
 
 /**

@@ -6,9 +6,10 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import { unboundedCapacity } from '../../lib/adapter/capacity.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 import {
   type AdapterInfo,
-  adapterErrors,
   adapterProtocolVersion,
   type CallOptions,
   type Capabilities,
@@ -28,7 +29,6 @@ import {
   type Snapshotter,
   type Streamer,
   type TtlExtender,
-  unboundedCapacity,
 } from '../../lib/adapter/port.ts';
 import { ApiError, errors, isApiError } from '../../lib/errors.ts';
 import { cutUtf8 } from '../../lib/sandboxes/exec-output.ts';

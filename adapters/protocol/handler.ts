@@ -4,11 +4,10 @@
  * `lambda.ts` behind a Lambda Function URL.
  */
 
+import { effectiveFeatures, type Feature } from '../../lib/adapter/features.ts';
 import {
   adapterProtocolVersion,
   type ExecutionAdapter,
-  effectiveFeatures,
-  type Feature,
   isFileSystem,
   isLifecycle,
   isPauser,

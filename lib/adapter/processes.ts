@@ -77,16 +77,19 @@ export interface ProcessHost {
   signalProcess(ref: string, pid: number, signal: ProcessSignal, opts?: CallOptions): Promise<void>;
 }
 
+/** ProcessHost's calls: each reaches the backend (backend-calls.ts lists them with the others). */
+export const processCalls = [
+  'startProcess',
+  'listProcesses',
+  'attachProcess',
+  'readProcessOutput',
+  'writeStdin',
+  'closeStdin',
+  'resizeProcess',
+  'signalProcess',
+] as const;
+
 export const isProcessHost = (a: ExecutionAdapter): a is ExecutionAdapter & ProcessHost => {
   const record = a as unknown as Record<string, unknown>;
-  return [
-    'startProcess',
-    'listProcesses',
-    'attachProcess',
-    'readProcessOutput',
-    'writeStdin',
-    'closeStdin',
-    'resizeProcess',
-    'signalProcess',
-  ].every((name) => typeof record[name] === 'function');
+  return processCalls.every((name) => typeof record[name] === 'function');
 };

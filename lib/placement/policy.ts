@@ -11,7 +11,9 @@
  * 4. Ranked: private before external, then the requested regions, then estimated cost, then free room,
  *    then the operator's order.
  */
-import { type Capabilities, type Capacity, capacityFits } from '../adapter/port.ts';
+
+import { capacityFits } from '../adapter/capacity.ts';
+import type { Capabilities, Capacity } from '../adapter/port.ts';
 import { runningHourly } from '../budgets/prices.ts';
 import type { PlacementPolicy, PoolConfig } from '../config.ts';
 import type { Resources } from '../schemas/sandbox-parts.ts';

@@ -1,4 +1,4 @@
-import { isKnownFeature } from '../adapter/port.ts';
+import { isKnownFeature } from '../adapter/features.ts';
 import { reservationFor } from '../budgets/billing.ts';
 import { fromMicros, ratesOf } from '../budgets/prices.ts';
 import type { Config, Profile } from '../config.ts';

@@ -1,4 +1,4 @@
-import type { Feature } from '../adapter/port.ts';
+import type { Feature } from '../adapter/features.ts';
 import {
   isProcessHost,
   type ProcessHost,

@@ -1,6 +1,6 @@
+import type { Feature } from '../adapter/features.ts';
 import {
   type ExecutionAdapter,
-  type Feature,
   type FileInfo,
   isFileSystem,
   isPortExposer,

@@ -1,4 +1,4 @@
-import { effectiveFeatures } from '../adapter/port.ts';
+import { effectiveFeatures } from '../adapter/features.ts';
 import type { Log } from '../log.ts';
 import type { Pool, PoolRegistry } from '../pools/registry.ts';
 import type { PoolStore } from '../store/pools/port.ts';

@@ -1,4 +1,4 @@
-import { ownershipLabels } from '../adapter/port.ts';
+import { ownershipLabels } from '../adapter/ownership.ts';
 import { actors } from '../audit/chain.ts';
 import { reservationFor } from '../budgets/billing.ts';
 import { billable, ratesOf } from '../budgets/prices.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ownershipLabels } from '../adapter/port.ts';
+import { ownershipLabels } from '../adapter/ownership.ts';
 import { fromMicros, ratesOf } from '../budgets/prices.ts';
 import type { Config } from '../config.ts';
 import { isApiError } from '../errors.ts';

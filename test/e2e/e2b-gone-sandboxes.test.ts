@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../adapters/fake/fake-adapter.ts';
-import { adapterErrors } from '../../lib/adapter/port.ts';
+import { adapterErrors } from '../../lib/adapter/errors.ts';
 import { sandboxSchema } from '../../lib/schemas/sandboxes.ts';
 import { orgKey } from '../helpers/e2b-keys.ts';
 import { type E2e, startE2e } from '../helpers/e2e.ts';

@@ -1,12 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
-import {
-  capacityFits,
-  type ExecutionAdapter,
-  effectiveFeatures,
-  isFileSystem,
-  isStreamer,
-} from '../../../lib/adapter/port.ts';
+import { capacityFits } from '../../../lib/adapter/capacity.ts';
+import { effectiveFeatures } from '../../../lib/adapter/features.ts';
+import { type ExecutionAdapter, isFileSystem, isStreamer } from '../../../lib/adapter/port.ts';
 
 /** An adapter with only the required interface. */
 function bareAdapter(): ExecutionAdapter {

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { devhostConfigSchema } from '../../../adapters/devhost/config.ts';
 import { DevhostAdapter, endDevhostCommands } from '../../../adapters/devhost/devhost-adapter.ts';
 import { bubblewrapAvailable } from '../../../adapters/devhost/jail.ts';
+import { effectiveFeatures } from '../../../lib/adapter/features.ts';
 import type { ExecEvent } from '../../../lib/adapter/port.ts';
-import { effectiveFeatures } from '../../../lib/adapter/port.ts';
 import { ApiError } from '../../../lib/errors.ts';
 import { newId } from '../../../lib/ids.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeAdapter } from '../../../adapters/fake/fake-adapter.ts';
-import { effectiveFeatures } from '../../../lib/adapter/port.ts';
+import { effectiveFeatures } from '../../../lib/adapter/features.ts';
 import {
   estimatedHourlyCost,
   type PlacementContext,
