@@ -1,4 +1,5 @@
 import type * as z from 'zod';
+import type { NetworkPolicy } from '../lib/network/policy.ts';
 import type { BudgetView } from '../lib/schemas/tenancy.ts';
 import type { WebhookDeliveryStatus, WebhookView } from '../lib/schemas/webhooks.ts';
 
@@ -527,6 +528,15 @@ export class DifferentlyClient {
     setBudget: (orgId: string, monthly: number | null): Promise<BudgetView> =>
       this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/budget`, {
         body: { monthly },
+        retry: true,
+      }),
+    /**
+     * The org's default egress policy (null removes it): sandboxes created afterwards that name none, and
+     * whose template names none, take it; the installation's deny-list still holds (docs/network.md).
+     */
+    setNetworkPolicy: (orgId: string, policy: NetworkPolicy | null): Promise<OrgView> =>
+      this.#json('PUT', `/v1/admin/orgs/${encodeURIComponent(orgId)}/network-policy`, {
+        body: { policy },
         retry: true,
       }),
     /** The org's default idle policy (null removes it): sandboxes created afterwards take it. */

@@ -56,6 +56,7 @@ export const sdkOperations = {
   putAdminOrgsByIdQuota: 'admin.setQuota',
   putAdminOrgsByIdBudget: 'admin.setBudget',
   putAdminOrgsByIdIdlePolicy: 'admin.setIdlePolicy',
+  putAdminOrgsByIdNetworkPolicy: 'admin.setNetworkPolicy',
   postAdminOrgsByIdWebhooks: 'admin.createWebhook',
   getAdminOrgsByIdWebhooks: 'admin.listWebhooks',
   deleteAdminOrgsByIdWebhooksByWebhookId: 'admin.deleteWebhook',

@@ -4,6 +4,7 @@ import { createPoolSchema, updatePoolSchema } from '../../lib/pools/admin-schema
 import type * as z from '../../lib/zod.ts';
 import type { PoolDetail } from '../../sdk/index.ts';
 import { type Command, table, UsageError } from '../context.ts';
+import { networkOf } from './sandboxes.ts';
 
 /** A body checked with the server's own schema, so a typo is named before anything is sent. */
 function checked<S extends z.ZodMiniType>(schema: S, body: unknown, source = 'body'): z.output<S> {
@@ -49,6 +50,8 @@ export const admin: Command = {
   differently admin orgs create <name> | orgs list | orgs get <id>
   differently admin orgs quota <org-id> maxCPU=N [maxMemoryMiB=N maxDiskGiB=N maxSandboxes=N maxSnapshots=N]
   differently admin orgs budget <org-id> [AMOUNT|none]   (monthly, in the pools' currency; none removes it)
+  differently admin orgs network <org-id> --egress deny|allow|allowlist [--allow DEST]... | network <org-id> none
+                                                         (the org's default egress policy; none removes it)
   differently admin projects create <org-id> <name> | projects list <org-id>
   differently admin projects budget <org-id> <project-id> [AMOUNT|none]
   differently admin keys create <org-id> <name> [--project P] [--role admin|member]
@@ -76,6 +79,24 @@ verification; orgs, quotas, pools, policy and reconcile take the bootstrap admin
             ? await client.admin.getBudget(orgId)
             : await client.admin.setBudget(orgId, monthlyAmount(amount));
         ctx.print(budget, () => table([budget], budgetColumns));
+      } else if (verb === 'network') {
+        const orgId = ctx.need(arg, 'org-id');
+        const none = limits[0] === 'none';
+        const { network } = networkOf(ctx.values.egress, ctx.values.allow);
+        if (!none && network === undefined) throw new UsageError('orgs network needs --egress, or none');
+        const org = await client.admin.setNetworkPolicy(orgId, none ? null : (network ?? null));
+        ctx.print(org, () =>
+          table(
+            [
+              {
+                id: org.id,
+                egress: org.networkPolicy?.egress ?? 'none',
+                allow: org.networkPolicy?.allow?.join(' ') ?? '',
+              },
+            ],
+            ['id', 'egress', 'allow'],
+          ),
+        );
       } else if (verb === 'quota') {
         const change: Record<string, number> = {};
         for (const [field, value] of Object.entries(ctx.pairs(limits, 'limit')))

@@ -70,8 +70,8 @@ const lifecycle = async (ctx: CommandContext, action: string): Promise<number> =
   return 0;
 };
 
-/** --egress and --allow as the create's network policy; the API checks each destination. */
-function networkOf(egress: string | undefined, allow: string[] | undefined) {
+/** --egress and --allow as a network policy (a create's, an org's default); the API checks each destination. */
+export function networkOf(egress: string | undefined, allow: string[] | undefined) {
   if (egress === undefined) {
     if (allow !== undefined) throw new UsageError('--allow needs --egress allowlist');
     return {};

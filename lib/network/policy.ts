@@ -93,7 +93,7 @@ export const networkPolicySchema = z
 export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
 
 /** Where a sandbox's policy came from. */
-export const policySources = ['request', 'template', 'installation'] as const;
+export const policySources = ['request', 'template', 'org', 'installation'] as const;
 
 /** The policy in force for one sandbox, as its record and view keep it. */
 export const sandboxNetworkSchema = z.object({
@@ -122,22 +122,26 @@ export const defaultDenyAlways: readonly string[] = [
 ];
 
 /**
- * The policy of a new sandbox: the request's, else its template's, else the installation's default;
- * none of these: null (the pool's own network, whatever that is: docs/network.md).
+ * The policy of a new sandbox: the request's, else its template's, else its org's default, else the
+ * installation's default; none of these: null (the pool's own network, whatever that is:
+ * docs/network.md). The installation's deny-list holds whichever it is.
  */
 export function resolveNetworkPolicy(
   requested: NetworkPolicy | undefined,
   template: NetworkPolicy | undefined,
   installation: { default?: NetworkPolicy | undefined; denyAlways: readonly string[] },
+  org: NetworkPolicy | null = null,
 ): SandboxNetwork | null {
   const [policy, from] =
     requested !== undefined
       ? [requested, 'request' as const]
       : template !== undefined
         ? [template, 'template' as const]
-        : installation.default !== undefined
-          ? [installation.default, 'installation' as const]
-          : [undefined, undefined];
+        : org !== null
+          ? [org, 'org' as const]
+          : installation.default !== undefined
+            ? [installation.default, 'installation' as const]
+            : [undefined, undefined];
   if (policy === undefined || from === undefined) return null;
   return {
     egress: policy.egress,

@@ -78,15 +78,8 @@ export async function admit(
     allowedPools = [snapshot.pool];
   }
   const profile = profileOf(deps.config, request.profile);
-  const network = resolveNetworkPolicy(
-    request.network,
-    deps.config.templates.find((entry) => entry.name === request.template)?.network,
-    deps.config.network,
-  );
   const asked = [...new Set([...(request.capabilities ?? []), ...(profile?.capabilities ?? [])])];
   validateCapabilities(asked);
-  // The policy is placed like any feature: only a pool that declares it can enforce it receives it.
-  const capabilities = [...new Set([...asked, ...networkFeatures(network)])];
   const classification = request.classification ?? profile?.classification ?? null;
   if (classification !== null && !(classification in deps.config.classifications)) {
     throw errors.invalidRequest(
@@ -112,6 +105,14 @@ export async function admit(
       });
     }
   }
+  const network = resolveNetworkPolicy(
+    request.network,
+    deps.config.templates.find((entry) => entry.name === request.template)?.network,
+    deps.config.network,
+    org.networkPolicy,
+  );
+  // The policy is placed like any feature: only a pool that declares it can enforce it receives it.
+  const capabilities = [...new Set([...asked, ...networkFeatures(network)])];
   const resources = resourcesSchema.parse({ ...profile?.resources, ...request.resources });
   const never = neverFits(resources, org.quota);
   if (never !== undefined) throw errors.quotaExceeded(`this sandbox can never run: ${never}`, { resources });

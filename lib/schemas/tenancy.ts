@@ -1,4 +1,5 @@
 import { idPattern } from '../ids.ts';
+import { networkPolicySchema } from '../network/policy.ts';
 import * as z from '../zod.ts';
 import { idlePolicySchema } from './sandbox-parts.ts';
 import { keyRoles, quotaChangeSchema, quotaSchema } from './tenancy-parts.ts';
@@ -28,6 +29,8 @@ export const orgSchema = z.object({
   budget: z.nullable(z.number()),
   /** The idle policy of sandboxes that name none and whose template names none; null: none. */
   idlePolicy: z.nullable(idlePolicySchema),
+  /** The egress policy of sandboxes that name none and whose template names none; null: none. */
+  networkPolicy: z.nullable(networkPolicySchema),
   createdAt: z.string(),
 });
 export type OrgView = z.infer<typeof orgSchema>;
@@ -59,6 +62,7 @@ export const projectParams = z.strictObject({
 
 /** PUT /v1/admin/orgs/{id}/idle-policy: the org's default (null removes it). */
 export const setIdlePolicySchema = z.strictObject({ policy: z.nullable(idlePolicySchema) });
+export const setNetworkPolicySchema = z.strictObject({ policy: z.nullable(networkPolicySchema) });
 
 export const createProjectSchema = z.strictObject({
   name: z.string().check(z.trim(), z.minLength(1), z.maxLength(128)),

@@ -1,5 +1,6 @@
 import { sandboxBillingSchema } from '../budgets/billing.ts';
 import { poolConfigSchema } from '../config.ts';
+import { networkPolicySchema } from '../network/policy.ts';
 import {
   idlePolicySchema,
   placementDecisionSchema,
@@ -24,6 +25,8 @@ export const orgRecordSchema = z.object({
   quota: quotaSchema,
   /** The idle policy of its sandboxes that name none (and whose template names none); null: none. */
   idlePolicy: z._default(z.nullable(idlePolicySchema), null),
+  /** The egress policy of sandboxes that name none and whose template names none (docs/network.md). */
+  networkPolicy: z._default(z.nullable(networkPolicySchema), null),
   /** Micros per calendar month; null: no budget (records stored before budgets existed have none). */
   budget: z._default(z.nullable(z.int()), null),
   createdAt: z.string(),

@@ -3,6 +3,7 @@ import { budgetView, monthlyMicros, type setBudgetSchema } from '../budgets/ledg
 import { fromMicros } from '../budgets/prices.ts';
 import { errors } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { NetworkPolicy } from '../network/policy.ts';
 import { round, usageLimits } from '../quotas/usage.ts';
 import type { IdlePolicy } from '../schemas/sandbox-parts.ts';
 import type {
@@ -18,7 +19,7 @@ import type {
 import { quotaSchema } from '../schemas/tenancy-parts.ts';
 import type { Page, PageRequest } from '../store/page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../store/records.ts';
-import type { TenancyStore } from '../store/tenancy/port.ts';
+import type { OrgDefault, TenancyStore } from '../store/tenancy/port.ts';
 import type * as z from '../zod.ts';
 import { e2bKeyForm, mintKeySecret } from './auth.ts';
 
@@ -29,6 +30,7 @@ export function orgView(org: OrgRecord): OrgView {
     quota: org.quota,
     budget: org.budget === null ? null : fromMicros(org.budget),
     idlePolicy: org.idlePolicy,
+    networkPolicy: org.networkPolicy,
     createdAt: org.createdAt,
   };
 }
@@ -70,6 +72,7 @@ export class Tenancy {
       name: input.name,
       quota: quotaSchema.parse(input.quota ?? {}),
       idlePolicy: null,
+      networkPolicy: null,
       budget: null,
       createdAt: this.#now().toISOString(),
     };
@@ -251,15 +254,34 @@ export class Tenancy {
   }
 
   /** The org's default idle policy (null removes it); sandboxes created afterwards take it. */
-  async setIdlePolicy(orgId: string, policy: IdlePolicy | null, actor = 'admin'): Promise<OrgView> {
-    const org = await this.getOrg(orgId);
-    await this.#store.setIdlePolicy(orgId, policy, {
+  setIdlePolicy(orgId: string, policy: IdlePolicy | null, actor = 'admin'): Promise<OrgView> {
+    return this.#setDefault(orgId, { field: 'idlePolicy', value: policy }, 'org.idle-policy-changed', actor);
+  }
+
+  /**
+   * The org's default egress policy (null removes it): sandboxes created afterwards that name none, and
+   * whose template names none, take it before the installation's default; the installation's deny-list
+   * still holds (docs/network.md).
+   */
+  setNetworkPolicy(orgId: string, policy: NetworkPolicy | null, actor = 'admin'): Promise<OrgView> {
+    return this.#setDefault(
+      orgId,
+      { field: 'networkPolicy', value: policy },
+      'org.network-policy-changed',
       actor,
-      action: 'org.idle-policy-changed',
+    );
+  }
+
+  /** One of the org's defaults for new sandboxes, audited with what it was and what it becomes. */
+  async #setDefault(orgId: string, change: OrgDefault, action: string, actor: string): Promise<OrgView> {
+    const org = await this.getOrg(orgId);
+    await this.#store.setOrgDefault(orgId, change, {
+      actor,
+      action,
       target: orgId,
-      details: { from: org.idlePolicy, to: policy },
+      details: { from: org[change.field], to: change.value },
     });
-    return orgView({ ...org, idlePolicy: policy });
+    return orgView({ ...org, [change.field]: change.value });
   }
 
   /** This month's budget of an org, or of one of its projects. */

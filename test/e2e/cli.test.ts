@@ -220,6 +220,17 @@ describe('the differently CLI', () => {
       ...asAdmin,
     ]);
     expect(String(hook.secret)).toMatch(/^whsec_/);
+    expect(await json(['admin', 'webhooks', 'deliveries', orgId, String(hook.id), ...asAdmin])).toMatchObject(
+      { items: [] },
+    );
+    const network = ['admin', 'orgs', 'network', orgId];
+    expect(
+      await json([...network, '--egress', 'allowlist', '--allow', 'pypi.org:443', ...asAdmin]),
+    ).toMatchObject({ networkPolicy: { egress: 'allowlist', allow: ['pypi.org:443'] } });
+    expect(await json([...network, 'none', ...asAdmin])).toMatchObject({ networkPolicy: null });
+    const noMode = await cli([...network, ...asAdmin]);
+    expect(noMode.code).toBe(2);
+    expect(noMode.stderr).toContain('orgs network needs --egress, or none');
     const hooks = await json(['admin', 'webhooks', 'list', orgId, ...asAdmin]);
     expect(hooks.items).toEqual([expect.objectContaining({ id: hook.id, events: ['sandbox.running'] })]);
     expect(await json(['admin', 'webhooks', 'delete', orgId, String(hook.id), ...asAdmin])).toMatchObject({

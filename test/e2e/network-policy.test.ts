@@ -103,6 +103,56 @@ describe('egress policy per sandbox', () => {
     await tenant.deleteSandbox(sandbox.id);
   });
 
+  it("takes the org's default when neither the request nor its template names one, set by the org's admin key", async () => {
+    const admin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: e.runtime.adminKey, attempts: 1 });
+    const { orgId } = await tenant.usage();
+    // The org's own admin-role key may set it; another org's may not see the org at all.
+    const own = await admin.admin.createKey(orgId, { name: 'net-admin', role: 'admin' });
+    const orgAdmin = new DifferentlyClient({ endpoint: e.runtime.url, apiKey: own.key, attempts: 1 });
+    const allowlist = { egress: 'allowlist' as const, allow: ['pypi.org:443', '*.example.com'] };
+    expect((await orgAdmin.admin.setNetworkPolicy(orgId, allowlist)).networkPolicy).toEqual(allowlist);
+    const other = await admin.admin.createOrg({ name: 'elsewhere' });
+    const otherAdmin = new DifferentlyClient({
+      endpoint: e.runtime.url,
+      apiKey: (await admin.admin.createKey(other.id, { name: 'x', role: 'admin' })).key,
+      attempts: 1,
+    });
+    await expect(otherAdmin.admin.setNetworkPolicy(orgId, null)).rejects.toMatchObject({ code: 'not_found' });
+    expect((await admin.admin.getOrg(orgId)).networkPolicy).toEqual(allowlist);
+
+    const byDefault = await tenant.waitUntilRunning((await tenant.createSandbox({ placement: both })).id, {
+      intervalMs: 20,
+    });
+    // The org's allow-list, placed where it is enforced, with the installation's deny-list still in force.
+    expect(byDefault.network).toEqual({
+      egress: 'allowlist',
+      allow: ['pypi.org:443', '*.example.com'],
+      denyAlways: expect.arrayContaining(['169.254.0.0/16', '10.20.0.0/16']),
+      from: 'org',
+    });
+    expect(byDefault.pool).toBe('guarded');
+    // The request's own policy and the template's come first.
+    const asked = await tenant.createSandbox({ placement: both, network: { egress: 'allow' } });
+    expect(asked.network).toMatchObject({ egress: 'allow', from: 'request' });
+    const templated = await tenant.createSandbox({ placement: both, template: 'offline' });
+    expect(templated.network).toMatchObject({ egress: 'deny', from: 'template' });
+    // A policy that is not one is refused, naming its field; none removes the default.
+    await expect(
+      admin.admin.setNetworkPolicy(orgId, { egress: 'open' } as unknown as typeof allowlist),
+    ).rejects.toMatchObject({ code: 'invalid_request' });
+    expect((await admin.admin.setNetworkPolicy(orgId, null)).networkPolicy).toBeNull();
+    const after = await tenant.createSandbox({ placement: { allowedPools: ['open'] } });
+    expect(after.network).toBeNull();
+    const changes = [];
+    for (let cursor: string | null | undefined; cursor !== null; ) {
+      const page = await tenant.audit({ limit: 100, ...(cursor !== undefined && { cursor }) });
+      changes.push(...page.items.filter((event) => event.action === 'org.network-policy-changed'));
+      cursor = page.nextCursor;
+    }
+    expect(changes.map((event) => event.details.to)).toEqual([allowlist, null]);
+    for (const id of [byDefault.id, asked.id, templated.id, after.id]) await tenant.deleteSandbox(id);
+  });
+
   it('refuses a policy no permitted pool enforces at once, naming the feature, and a malformed one with its field', async () => {
     await expect(
       tenant.createSandbox({ placement: { allowedPools: ['open'] }, network: { egress: 'deny' } }),

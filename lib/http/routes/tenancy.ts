@@ -1,5 +1,6 @@
 import { setBudgetSchema } from '../../budgets/ledger.ts';
 import { listQuerySchema, pageOf } from '../../schemas/common.ts';
+import type { OrgView } from '../../schemas/tenancy.ts';
 import {
   budgetViewSchema,
   createdKeySchema,
@@ -12,9 +13,11 @@ import {
   projectParams,
   projectSchema,
   setIdlePolicySchema,
+  setNetworkPolicySchema,
   setQuotaSchema,
 } from '../../schemas/tenancy.ts';
 import { orgView } from '../../tenancy/tenancy.ts';
+import type * as z from '../../zod.ts';
 import { errorSchema, keyParams, orgParams } from '../route-params.ts';
 import { type RouteDefinition, route } from '../types.ts';
 import type { RouteDeps } from './deps.ts';
@@ -160,21 +163,18 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
         body: await tenancy.setBudget(params.id, null, body, principal.keyId),
       }),
     }),
-    route({
-      method: 'PUT',
-      path: '/v1/admin/orgs/{id}/idle-policy',
-      summary:
-        "Set an organization's default idle policy (null: none); sandboxes created afterwards take it unless they or their template name one",
-      auth: 'admin',
-      adminScope: 'org',
-      params: orgParams,
-      body: setIdlePolicySchema,
-      responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
-      handle: async ({ params, body, principal }) => ({
-        status: 200,
-        body: await tenancy.setIdlePolicy(params.id, body.policy, principal.keyId),
-      }),
-    }),
+    orgDefaultRoute(
+      'idle-policy',
+      "Set an organization's default idle policy (null: none); sandboxes created afterwards take it unless they or their template name one",
+      setIdlePolicySchema,
+      (orgId, body, actor) => tenancy.setIdlePolicy(orgId, body.policy, actor),
+    ),
+    orgDefaultRoute(
+      'network-policy',
+      "Set an organization's default egress policy (null: none); sandboxes created afterwards take it unless they or their template name one, and the installation's deny-list still holds",
+      setNetworkPolicySchema,
+      (orgId, body, actor) => tenancy.setNetworkPolicy(orgId, body.policy, actor),
+    ),
     route({
       method: 'GET',
       path: '/v1/admin/orgs/{id}/budget',
@@ -237,4 +237,27 @@ export function tenancyRoutes(deps: RouteDeps): RouteDefinition[] {
       }),
     }),
   ];
+}
+
+/** PUT /v1/admin/orgs/{id}/<name>: one of an org's defaults for new sandboxes (its own admin may set it). */
+function orgDefaultRoute<B extends z.ZodMiniType>(
+  name: string,
+  summary: string,
+  body: B,
+  set: (orgId: string, body: z.infer<B>, actor: string) => Promise<OrgView>,
+): RouteDefinition {
+  return route({
+    method: 'PUT',
+    path: `/v1/admin/orgs/{id}/${name}`,
+    summary,
+    auth: 'admin',
+    adminScope: 'org',
+    params: orgParams,
+    body,
+    responses: { 200: orgSchema, 400: errorSchema, 404: errorSchema },
+    handle: async ({ params, body: value, principal }) => ({
+      status: 200,
+      body: await set(params.id, value, principal.keyId),
+    }),
+  });
 }

@@ -2,7 +2,6 @@ import type { AuditInput } from '../../audit/chain.ts';
 import type { Ledger } from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { type Usage, usageLimits, zeroUsage } from '../../quotas/usage.ts';
-import type { IdlePolicy } from '../../schemas/sandbox-parts.ts';
 import type { Quota } from '../../schemas/tenancy-parts.ts';
 import { decodeCursor } from '../cursor.ts';
 import { budgetActions, readLedger } from '../dynamodb/budget-ledgers.ts';
@@ -27,7 +26,7 @@ import {
   projectRecordSchema,
   sandboxRecordSchema,
 } from '../records.ts';
-import type { ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
+import type { OrgDefault, ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
 
 /** The tenancy aggregate on the one DynamoDB table (docs/store.md). */
 export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {
@@ -277,7 +276,7 @@ export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {
       throw errors.conflict(`the quota of org ${orgId} is being changed concurrently; retry`);
     },
 
-    async setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void> {
+    async setOrgDefault(orgId: string, change: OrgDefault, audit: AuditInput): Promise<void> {
       await c.audit
         .write(orgId, audit, () => [
           {
@@ -286,9 +285,10 @@ export function dynamoDbTenancy(c: DynamoDbContext): TenancyStore {
               Update: {
                 TableName: c.table,
                 Key: keyOf.org(orgId),
-                UpdateExpression: 'SET idlePolicy = :policy',
+                UpdateExpression: 'SET #field = :value',
                 ConditionExpression: 'attribute_exists(PK)',
-                ExpressionAttributeValues: { ':policy': policy },
+                ExpressionAttributeNames: { '#field': change.field },
+                ExpressionAttributeValues: { ':value': change.value },
               },
             },
           },

@@ -2,13 +2,12 @@ import type { AuditInput } from '../../audit/chain.ts';
 import { emptyLedger, type Ledger } from '../../budgets/ledger.ts';
 import { errors } from '../../errors.ts';
 import { type Usage, zeroUsage } from '../../quotas/usage.ts';
-import type { IdlePolicy } from '../../schemas/sandbox-parts.ts';
 import type { Quota } from '../../schemas/tenancy-parts.ts';
 import { copy, ledgerKey, type MemoryState, paginate } from '../memory-state.ts';
 import type { Page, PageRequest } from '../page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord } from '../records.ts';
 import { isWaiting, waitsOnPools } from '../sandboxes/port.ts';
-import type { ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
+import type { OrgDefault, ReadAlong, ReadAlongResult, TenancyStore } from './port.ts';
 
 /** The tenancy aggregate in memory, over the state every memory part shares (lib/store/memory-state.ts). */
 export function memoryTenancy(s: MemoryState): TenancyStore {
@@ -98,10 +97,10 @@ export function memoryTenancy(s: MemoryState): TenancyStore {
       return structuredClone(updated);
     },
 
-    async setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void> {
+    async setOrgDefault(orgId: string, change: OrgDefault, audit: AuditInput): Promise<void> {
       const org = s.orgs.get(orgId);
       if (org === undefined) throw errors.notFound('org', orgId);
-      s.orgs.set(orgId, { ...org, idlePolicy: structuredClone(policy) });
+      s.orgs.set(orgId, { ...org, [change.field]: structuredClone(change.value) });
       s.append(orgId, audit);
     },
 

@@ -1,10 +1,16 @@
 import type { AuditInput } from '../../audit/chain.ts';
 import type { Ledger } from '../../budgets/ledger.ts';
+import type { NetworkPolicy } from '../../network/policy.ts';
 import type { Usage } from '../../quotas/usage.ts';
 import type { IdlePolicy } from '../../schemas/sandbox-parts.ts';
 import type { Quota } from '../../schemas/tenancy-parts.ts';
 import type { Page, PageRequest } from '../page.ts';
 import type { KeyRecord, OrgRecord, ProjectRecord, SandboxRecord } from '../records.ts';
+
+/** One of an org's defaults for new sandboxes (lib/tenancy/tenancy.ts sets them). */
+export type OrgDefault =
+  | { field: 'idlePolicy'; value: IdlePolicy | null }
+  | { field: 'networkPolicy'; value: NetworkPolicy | null };
 
 /**
  * The tenancy aggregate: orgs, their keys and projects, quotas, default idle policies, usage and
@@ -50,8 +56,11 @@ export interface TenancyStore {
    */
   setQuota(orgId: string, quota: Quota, audit: AuditInput): Promise<OrgRecord>;
 
-  /** Replaces the org's default idle policy (null: none); not_found for an unknown org. */
-  setIdlePolicy(orgId: string, policy: IdlePolicy | null, audit: AuditInput): Promise<void>;
+  /**
+   * Replaces one of the org's defaults for new sandboxes, its idle or its egress policy (null: none);
+   * not_found for an unknown org.
+   */
+  setOrgDefault(orgId: string, change: OrgDefault, audit: AuditInput): Promise<void>;
 
   createProject(project: ProjectRecord, audit: AuditInput): Promise<void>;
 

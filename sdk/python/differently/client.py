@@ -444,6 +444,11 @@ class Admin:
         path = _path("/v1/admin/orgs/{id}/idle-policy", id=org_id)
         return cast(Org, self._t.json("PUT", path, body={"policy": policy}, retry=True))
 
+    def set_network_policy(self, org_id: str, policy: dict[str, Any] | None) -> Org:
+        """The org's default egress policy ({"egress": "deny"|"allow"|"allowlist", "allow": [...]}); None removes it."""
+        path = _path("/v1/admin/orgs/{id}/network-policy", id=org_id)
+        return cast(Org, self._t.json("PUT", path, body={"policy": policy}, retry=True))
+
     def create_webhook(self, org_id: str, url: str, events: list[str] | None = None) -> dict[str, Any]:
         """Registers an endpoint for the org's lifecycle events; the answer's `secret` is shown only now."""
         body: dict[str, Any] = {"url": url, **({"events": events} if events is not None else {})}

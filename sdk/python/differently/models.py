@@ -210,6 +210,7 @@ class Org(TypedDict):
     quota: dict[str, Any]
     budget: float | None
     idlePolicy: dict[str, Any] | None
+    networkPolicy: dict[str, Any] | None
     createdAt: str
 
 

@@ -45,6 +45,7 @@ OPERATIONS: dict[str, str] = {
     "putAdminOrgsByIdQuota": "admin.set_quota",
     "putAdminOrgsByIdBudget": "admin.set_budget",
     "putAdminOrgsByIdIdlePolicy": "admin.set_idle_policy",
+    "putAdminOrgsByIdNetworkPolicy": "admin.set_network_policy",
     "postAdminOrgsByIdWebhooks": "admin.create_webhook",
     "getAdminOrgsByIdWebhooks": "admin.list_webhooks",
     "deleteAdminOrgsByIdWebhooksByWebhookId": "admin.delete_webhook",

@@ -178,6 +178,9 @@ class AgainstTheLocalRuntime(unittest.TestCase):
         policy = {"afterSeconds": 600, "action": "stop"}
         self.assertEqual(self.admin.admin.set_idle_policy(self.org_id, policy)["idlePolicy"], policy)
         self.assertIsNone(self.admin.admin.set_idle_policy(self.org_id, None)["idlePolicy"])
+        egress = {"egress": "deny"}
+        self.assertEqual(self.admin.admin.set_network_policy(self.org_id, egress)["networkPolicy"], egress)
+        self.assertIsNone(self.admin.admin.set_network_policy(self.org_id, None)["networkPolicy"])
         hook = self.admin.admin.create_webhook(self.org_id, "http://127.0.0.1:9/hook", ["sandbox.running"])
         self.assertTrue(hook["secret"].startswith("whsec_"))
         self.assertIn(hook["id"], [item["id"] for item in self.admin.admin.list_webhooks(self.org_id)["items"]])

@@ -28,6 +28,7 @@ export async function newOrg(store: Store, quota: Partial<Quota> = {}): Promise<
     name: 'org',
     quota: quotaSchema.parse(quota),
     idlePolicy: null,
+    networkPolicy: null,
     budget: null,
     createdAt: new Date().toISOString(),
   };

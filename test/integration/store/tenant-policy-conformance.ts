@@ -43,6 +43,7 @@ async function newOrg(store: Store, budget: number | null): Promise<OrgRecord> {
     name: 'org',
     quota: quotaSchema.parse({ maxSandboxes: 1000, maxCPU: 1000, maxMemoryMiB: 1024 * 1024 }),
     idlePolicy: null,
+    networkPolicy: null,
     budget: null,
     createdAt: new Date().toISOString(),
   };
