@@ -299,6 +299,51 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
     await shot('placement-rejection');
   });
 
+  it("runs a sandbox's lifecycle actions from its page: pause, resume, snapshot, extend its TTL, delete", async () => {
+    // The page of the sandbox the test before created (on the fake pool, which has every action).
+    const status = () => page.$eval('.details .status', (element) => element.textContent);
+    const act = async (label: string, after: string) => {
+      await page.waitForSelector(`button::-p-text(${label}):not([disabled])`, { timeout: 30_000 });
+      await page.click(`button::-p-text(${label})`);
+      await page.waitForFunction(
+        (wanted: string) => document.querySelector('.details .status')?.textContent === wanted,
+        { timeout: 60_000, polling: 200 },
+        after,
+      );
+    };
+    expect(await status()).toBe('running');
+    await act('Pause', 'paused');
+    await act('Resume', 'running');
+    await page.click('button::-p-text(Snapshot)');
+    await waitForText('Snapshot: requested');
+    const expires = () =>
+      page.evaluate(
+        () =>
+          [...document.querySelectorAll('.details dt')].find((term) => term.textContent === 'Expires')
+            ?.nextElementSibling?.textContent ?? '',
+      );
+    const before = await expires();
+    await page.click('button::-p-text(Extend TTL)');
+    await waitForText('Extend TTL: requested');
+    // The page reads the sandbox again: its expiry is now an hour from the extension.
+    await page.waitForFunction(
+      (was: string) =>
+        [...document.querySelectorAll('.details dt')].find((term) => term.textContent === 'Expires')
+          ?.nextElementSibling?.textContent !== was,
+      { timeout: 30_000, polling: 200 },
+      before,
+    );
+    expect(Date.parse(await expires())).toBeGreaterThan(Date.parse(before));
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.click('button::-p-text(Delete)');
+    await page.waitForFunction(
+      () =>
+        ['terminating', 'terminated'].includes(document.querySelector('.details .status')?.textContent ?? ''),
+      { timeout: 60_000, polling: 200 },
+    );
+    await shot('sandbox-deleted');
+  });
+
   it('shows a budget refusal, and the budget against what is spent and reserved', async () => {
     await admin.admin.setBudget(acme.orgId, 0.5);
     await page.goto(`${consoleUrl}#/sandboxes`, { waitUntil: 'domcontentloaded' });
@@ -313,6 +358,9 @@ describe.runIf(chromium !== undefined && hasBwrap)('the web console', { timeout:
     await page.goto(`${consoleUrl}#/usage`, { waitUntil: 'domcontentloaded' });
     await waitForText('left of $0.50');
     await page.waitForSelector('.chart canvas');
+    // The month's history, from the sandboxes' costs: the deleted one's charge is in it.
+    const chart = await page.$eval('.chart', (element) => element.getAttribute('aria-label') ?? '');
+    expect(chart).toMatch(/spent now \$[1-9]/);
     await shot('usage');
     expect(await accessibility()).toEqual([]);
   });

@@ -1,34 +1,19 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import type { BudgetView } from '../../../sdk/client.ts';
+import type { BudgetView, SandboxView } from '../../../sdk/client.ts';
 import type { Signed } from '../app.tsx';
 import { ErrorNote, money, Section, Table } from '../components.tsx';
 import { useLoad } from '../hooks.ts';
-
-interface Sample {
-  at: number;
-  spent: number;
-  reserved: number;
-  monthly: number | null;
-}
+import { type SpendPoint, spendHistory } from '../spend-history.ts';
 
 /**
- * The org's quota use and budget. The API answers the budget as it is now; the chart is what this page
- * has read of it since it opened (one sample a poll), against the monthly budget.
+ * The org's quota use and budget, and the month's spend over time against the budget, from the
+ * sandboxes' own costs (spend-history.ts).
  */
 export function UsagePage({ signed }: { signed: Signed }) {
   const { client } = signed;
   const usage = useLoad(() => client.usage(), [], 5000);
-  const sandboxes = useLoad(() => client.listSandboxes({ limit: 100 }), [], 5000);
-  const [samples, setSamples] = useState<Sample[]>([]);
-  useEffect(() => {
-    const budget = usage.value?.budget;
-    if (budget === undefined) return;
-    setSamples((kept) => [
-      ...kept.slice(-359),
-      { at: Date.now() / 1000, spent: budget.spent, reserved: budget.reserved, monthly: budget.monthly },
-    ]);
-  }, [usage.value]);
+  const sandboxes = useLoad(() => everySandbox(client), [], 5000);
   const view = usage.value;
   return (
     <>
@@ -41,7 +26,10 @@ export function UsagePage({ signed }: { signed: Signed }) {
             {view.projectBudget !== undefined && (
               <Budget name="This key's project" budget={view.projectBudget} />
             )}
-            <SpendChart samples={samples} />
+            <SpendChart
+              points={spendHistory(sandboxes.value ?? [], view.budget.month, Date.now())}
+              monthly={view.budget.monthly}
+            />
           </Section>
           <Section title="Quota">
             <Table caption="Quota use" columns={['Limit', 'In use', 'Left', 'Use']}>
@@ -66,7 +54,7 @@ export function UsagePage({ signed }: { signed: Signed }) {
       )}
       <Section title="By pool and project">
         <ErrorNote error={sandboxes.error} />
-        <Breakdown items={sandboxes.value?.items ?? []} />
+        <Breakdown items={sandboxes.value ?? []} />
       </Section>
     </>
   );
@@ -119,20 +107,33 @@ function Breakdown({
   );
 }
 
-function SpendChart({ samples }: { samples: Sample[] }) {
+/** The org's sandboxes, up to ten pages of a hundred (the chart and the breakdown read them). */
+async function everySandbox(client: Signed['client']): Promise<SandboxView[]> {
+  const found: SandboxView[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 10; page++) {
+    const answer = await client.listSandboxes({ limit: 100, ...(cursor !== undefined && { cursor }) });
+    found.push(...answer.items);
+    if (answer.nextCursor === null) break;
+    cursor = answer.nextCursor;
+  }
+  return found;
+}
+
+function SpendChart({ points, monthly }: { points: SpendPoint[]; monthly: number | null }) {
   const host = useRef<HTMLDivElement>(null);
   const chart = useRef<uPlot | null>(null);
   useEffect(() => {
     if (host.current === null) return;
     chart.current = new uPlot(
       {
-        title: 'Spent and reserved (this page’s samples), against the budget',
+        title: 'This month: spent, and spent plus held, against the budget',
         width: Math.min(720, host.current.clientWidth || 720),
         height: 240,
         series: [
           {},
           { label: 'spent ($)', stroke: '#1f5fa8' },
-          { label: 'reserved ($)', stroke: '#b35c00' },
+          { label: 'spent + held ($)', stroke: '#b35c00' },
           { label: 'budget ($)', stroke: '#6b6b6b', dash: [6, 4] },
         ],
         axes: [{}, { label: '$' }],
@@ -144,18 +145,18 @@ function SpendChart({ samples }: { samples: Sample[] }) {
   }, []);
   useEffect(() => {
     chart.current?.setData([
-      samples.map((s) => s.at),
-      samples.map((s) => s.spent),
-      samples.map((s) => s.spent + s.reserved),
-      samples.map((s) => s.monthly),
+      points.map((p) => p.at),
+      points.map((p) => p.spent),
+      points.map((p) => p.spent + p.reserved),
+      points.map(() => monthly),
     ]);
-  }, [samples]);
+  }, [points, monthly]);
   return (
     <div
       class="chart"
       ref={host}
       role="img"
-      aria-label="Chart of spend and reservations against the budget"
+      aria-label={`Chart of this month's spend and reservations against the budget: ${points.length} points, spent now ${money(points.at(-1)?.spent)}`}
     />
   );
 }
