@@ -137,6 +137,8 @@ function SpendChart({ points, monthly }: { points: SpendPoint[]; monthly: number
           { label: 'budget ($)', stroke: '#6b6b6b', dash: [6, 4] },
         ],
         axes: [{}, { label: '$' }],
+        // From zero: a spend is read against the whole budget, not against its own range.
+        scales: { y: { range: (_chart, _min, max) => [0, Math.max(max, 0.01) * 1.1] } },
       },
       [[], [], [], []],
       host.current,
