@@ -1,16 +1,11 @@
 import { DifferentlyClient } from '../../sdk/client.ts';
+import { apiEndpoint } from './endpoint.ts';
 
 /**
  * The signed-in key: in session storage only (gone when the tab closes, never in a URL, a cookie or
  * local storage), sent as the API's bearer token by the SDK's client.
  */
 const keyItem = 'differently.apiKey';
-
-/** The API's base URL: where the console is served, without `/console/` (a stage prefix stays). */
-export function apiEndpoint(location: Location = window.location): string {
-  const at = location.pathname.lastIndexOf('/console');
-  return `${location.origin}${at < 0 ? '' : location.pathname.slice(0, at)}`;
-}
 
 export function storedKey(): string | null {
   return sessionStorage.getItem(keyItem);
@@ -26,7 +21,7 @@ export function forgetKey(): void {
 
 export function clientFor(apiKey: string): DifferentlyClient {
   // The console's own reads are polled: one attempt each, and the next poll is the retry.
-  return new DifferentlyClient({ endpoint: apiEndpoint(), apiKey, attempts: 2 });
+  return new DifferentlyClient({ endpoint: apiEndpoint(window.location), apiKey, attempts: 2 });
 }
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { apiEndpoint } from '../../../console/src/session.ts';
+import { apiEndpoint } from '../../../console/src/endpoint.ts';
 
 /** The two fields of a page's location the endpoint is made of. */
 const page = (href: string) => {
   const url = new URL(href);
-  return { origin: url.origin, pathname: url.pathname } as Location;
+  return { origin: url.origin, pathname: url.pathname };
 };
 
 describe("the console's API endpoint", () => {
