@@ -345,17 +345,23 @@ async function drive(
 
   // Settle: everything in a terminal or steady state (timers keep sweeping and reconciling meanwhile).
   const deadline = Date.now() + (options.settleSeconds ?? 300) * 1000;
-  for (;;) {
-    let moving = 0;
-    for (const status of transitional)
-      moving += (await store.listSandboxesByStatus(status, { limit: 100 })).items.length;
-    if (moving === 0 || Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
+  const settle = async () => {
+    for (;;) {
+      let moving = 0;
+      for (const status of transitional)
+        moving += (await store.listSandboxesByStatus(status, { limit: 100 })).items.length;
+      if (moving === 0 || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  };
+  await settle();
   // The last word to the reconciler and the sweep, as in production after a storm, once the last
   // changes are out of the reconciler's grace.
   await new Promise((resolve) => setTimeout(resolve, 2500));
   await reconcileAndSweep(runtime);
+  // What that pass set moving (a stalled provisioning it requeued is provisioned again) settles too,
+  // within the same deadline.
+  await settle();
   sampling = false;
   await sampler;
 
