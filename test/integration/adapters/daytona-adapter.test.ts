@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { daytonaConfigSchema } from '../../../adapters/daytona/config.ts';
 import { DaytonaAdapter, daytonaStateOf } from '../../../adapters/daytona/daytona-adapter.ts';
 import { DaytonaFake } from '../../fakes/daytona-server.ts';
-import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
+import { createRequest, failureOf, listedWhileFilterIgnored } from '../../helpers/adapter-calls.ts';
 
 const request = (overrides: Record<string, unknown> = {}) =>
   createRequest(
@@ -97,14 +97,8 @@ describe('the Daytona adapter', () => {
   });
 
   it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
-    const ours = await adapter.create(request({ installation: 'inst_ours' }));
-    await adapter.create(request({ installation: 'inst_theirs' }));
-    fake.faults.ignoreListFilter = true;
-    try {
-      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
-    } finally {
-      fake.faults.ignoreListFilter = false;
-    }
+    const { ours, listed } = await listedWhileFilterIgnored(adapter, fake, request);
+    expect(listed).toEqual([ours]);
   });
 
   it('stays idempotent while the listing lags: Create looks up by name, not by the search index', async () => {

@@ -8,7 +8,7 @@ import {
   slugOf,
 } from '../../../adapters/freestyle/freestyle-adapter.ts';
 import { FreestyleFake } from '../../fakes/freestyle-server.ts';
-import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
+import { createRequest, failureOf, listedWhileFilterIgnored } from '../../helpers/adapter-calls.ts';
 
 const request = (overrides: Record<string, unknown> = {}) =>
   createRequest(
@@ -66,14 +66,8 @@ describe('the Freestyle adapter against its fake server', () => {
   });
 
   it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
-    const ours = await adapter.create(request({ installation: 'inst_ours' }));
-    await adapter.create(request({ installation: 'inst_theirs' }));
-    fake.faults.ignoreListFilter = true;
-    try {
-      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
-    } finally {
-      fake.faults.ignoreListFilter = false;
-    }
+    const { ours, listed } = await listedWhileFilterIgnored(adapter, fake, request);
+    expect(listed).toEqual([ours]);
   });
 
   it('creates through the background protocol with a closed firewall, grows the VM, and writes the env file', async () => {

@@ -11,7 +11,7 @@ import {
   createSandboxRequestSchema,
   runCommandRequestSchema,
 } from '../../fixtures/opensandbox-request-schemas.ts';
-import { createRequest, failureOf } from '../../helpers/adapter-calls.ts';
+import { createRequest, failureOf, listedWhileFilterIgnored } from '../../helpers/adapter-calls.ts';
 
 const fast = { pollIntervalMs: 10, readyTimeoutSeconds: 10 };
 const request = (overrides: Record<string, unknown> = {}) =>
@@ -228,14 +228,8 @@ describe("the OpenSandbox adapter against its fake server: the seeds' scenarios"
   });
 
   it("lists only this installation's sandboxes, also when the server ignores the filter", async () => {
-    const ours = await adapter.create(request({ installation: 'inst_ours' }));
-    await adapter.create(request({ installation: 'inst_theirs' }));
-    fake.faults.ignoreListFilter = true;
-    try {
-      expect((await adapter.list('inst_ours')).map((i) => i.ref)).toEqual([ours.ref]);
-    } finally {
-      fake.faults.ignoreListFilter = false;
-    }
+    const { ours, listed } = await listedWhileFilterIgnored(adapter, fake, request);
+    expect(listed).toEqual([ours]);
   });
 
   it('fails the whole List when a later page fails, and pages through everything otherwise', async () => {
